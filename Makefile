@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# allocprof: memory allocation profiling for Linux 6.12 LTS.
+#
+#   make            build, boot in QEMU, print the 20 largest allocation sites
+#   make test       host tests, kernel build, KUnit and selftests in the VM
+#
+# BASE=upstream builds the pristine 6.12 profiler with only our tests on top.
+# Everything downloaded or built lives under CACHE_DIR, outside the clone.
+
+CACHE_DIR ?= $(HOME)/.cache/allocprof
+BASE      ?= upstream
+JOBS      ?= $(shell nproc)
+APPEND    ?=
+CMD       ?=
+EXTRA     ?=
+ACCEL     ?= auto
+BOOT_TIMEOUT ?= 300
+
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
+
+REPO     := $(CURDIR)
+H        := $(REPO)/harness
+KTAR     := /usr/src/linux-source-6.12.tar.xz
+PRISTINE := $(CACHE_DIR)/src/linux-source-6.12
+W        := $(CACHE_DIR)/$(BASE)
+SRC      := $(W)/src
+OUT      := $(W)/build
+STDIR    := tools/testing/selftests/alloc_tag
+
+FRAGS    := $(H)/kernel.config $(REPO)/$(STDIR)/config $(wildcard $(H)/kernel-$(BASE).config)
+PHASE    := $(H)/phase
+
+export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT
+
+.PHONY: all run test setup pristine tree config kernel modules selftests \
+	build host-test vm-test clean-cache help
+
+all: run
+
+help:
+	@sed -n '3,10p' Makefile | sed 's/^# \{0,1\}//'
+
+setup:
+	@$(PHASE) setup $(H)/setup.sh
+
+pristine: setup
+	@$(PHASE) source $(H)/extract.sh $(KTAR) $(CACHE_DIR)/src
+
+tree: pristine
+	@$(PHASE) overlay $(H)/prepare-tree.sh $(PRISTINE) $(SRC) $(REPO) $(BASE)
+
+config: tree
+	@$(PHASE) config $(H)/configure.sh $(SRC) $(OUT) $(FRAGS)
+
+kernel: config
+	@$(PHASE) kernel env JOBS=$(JOBS) $(H)/build-kernel.sh
+
+modules: kernel
+	@$(PHASE) test-modules $(MAKE) -s -C $(OUT) LLVM=-19 M=$(SRC)/$(STDIR)/test_modules modules
+
+selftests: tree
+	@mkdir -p $(W)/selftests
+	@$(PHASE) selftests $(MAKE) -s -C $(SRC)/$(STDIR) OUTPUT=$(W)/selftests \
+		CC=gcc LDFLAGS=-static all
+
+build: kernel modules selftests
+
+run: build
+	@$(H)/vm.sh run "$(APPEND)" "$(CMD)" "$(EXTRA)"
+
+host-test:
+	@$(PHASE) host-test $(H)/host-test.sh
+
+vm-test: build
+	@$(PHASE) vm-test $(H)/vm.sh test "$(APPEND)" "" ""
+
+test:
+	@$(H)/test.sh
+
+clean-cache:
+	rm -rf $(W)

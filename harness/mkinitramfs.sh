@@ -1,0 +1,41 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Build the busybox initramfs of the test VM.
+# usage: mkinitramfs.sh OUTPUT.cpio.gz [CMD [EXTRA_DIR]]
+# Uses $W (work dir of this BASE), $SRC, $BASE and $REPO from the Makefile.
+set -euo pipefail
+out=$1 cmd=${2:-} extra=${3:-}
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc/allocprof,modules,selftests}
+cp /bin/busybox "$root/bin/busybox"
+ln -s busybox "$root/bin/sh"
+cp "$REPO/harness/initramfs/init" "$root/init"
+chmod +x "$root/init"
+echo "$BASE" > "$root/etc/allocprof/base"
+printf 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' > "$root/etc/passwd"
+printf 'root:x:0:\nnobody:x:65534:\n' > "$root/etc/group"
+[ -n "$cmd" ] && printf '%s\n' "$cmd" > "$root/etc/allocprof/cmd"
+
+moddir=$SRC/tools/testing/selftests/alloc_tag/test_modules
+cp "$moddir"/*.ko "$root/modules/" 2>/dev/null || true
+sel=$W/selftests
+list=""
+for f in "$sel"/*; do
+	[ -f "$f" ] && [ -x "$f" ] || continue
+	cp "$f" "$root/selftests/"
+	list="$list $(basename "$f")"
+done
+# Order of the full run: the stress test last.
+echo "$list" | tr ' ' '\n' | grep -v '^$' | sort | grep -v '^stress$' > "$root/selftests/list" || true
+[ -x "$sel/stress" ] && echo stress >> "$root/selftests/list"
+[ -n "${ALLOCINFO_BIN:-}" ] && [ -x "$ALLOCINFO_BIN" ] && cp "$ALLOCINFO_BIN" "$root/bin/allocinfo"
+
+if [ -n "$extra" ]; then
+	[ -d "$extra" ] || { echo "mkinitramfs: EXTRA=$extra is not a directory" >&2; exit 1; }
+	mkdir -p "$root/extra"
+	cp -a "$extra"/. "$root/extra/"
+fi
+
+(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -1 > "$out"

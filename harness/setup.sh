@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Install what the build needs and is missing, and nothing else.
+set -euo pipefail
+
+KSRC_PKG=linux-source-6.12
+KSRC_PIN=6.12.118-1~deb12u1
+BINDGEN_VERSION=0.73.2
+export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-19/lib}
+PKGS="clang-19 lld-19 llvm-19 libclang-19-dev qemu-system-x86 busybox-static
+      flex bison bc libelf-dev libssl-dev cpio make gcc libc6-dev patch"
+
+installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+missing=""
+for p in $PKGS; do
+	installed "$p" || missing="$missing $p"
+done
+ksrc_have=$(dpkg-query -W -f='${Version}' "$KSRC_PKG" 2>/dev/null || true)
+if ! installed "$KSRC_PKG" || [ "$ksrc_have" != "$KSRC_PIN" ] || [ ! -f /usr/src/linux-source-6.12.tar.xz ]; then
+	missing="$missing $KSRC_PKG"
+fi
+
+if [ -n "$missing" ]; then
+	echo "setup: installing:$missing"
+	apt-get update -qq
+	pkgs=""
+	for p in $missing; do
+		if [ "$p" = "$KSRC_PKG" ]; then
+			if apt-cache madison "$KSRC_PKG" | grep -qF "$KSRC_PIN"; then
+				pkgs="$pkgs $KSRC_PKG=$KSRC_PIN"
+			else
+				newest=$(apt-cache madison "$KSRC_PKG" | awk 'NR==1 {print $3}')
+				echo "setup: $KSRC_PKG $KSRC_PIN is gone from the archive; using the newest 6.12.y, $newest"
+				pkgs="$pkgs $KSRC_PKG"
+			fi
+		else
+			pkgs="$pkgs $p"
+		fi
+	done
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --allow-downgrades $pkgs >/dev/null
+fi
+
+if ! command -v rustup >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/rustup" ]; then
+	export PATH=$HOME/.cargo/bin:$PATH
+fi
+sysroot=$(rustc --print sysroot)
+if [ ! -d "$sysroot/lib/rustlib/src/rust/library" ]; then
+	echo "setup: adding rust-src"
+	rustup component add rust-src
+fi
+if [ "$(bindgen --version 2>/dev/null | awk '{print $2}')" != "$BINDGEN_VERSION" ]; then
+	echo "setup: installing bindgen-cli $BINDGEN_VERSION"
+	cargo install --locked --quiet bindgen-cli --version "$BINDGEN_VERSION"
+fi
+echo "setup: $KSRC_PKG $(dpkg-query -W -f='${Version}' $KSRC_PKG), $(rustc --version | cut -d' ' -f1-2), bindgen $BINDGEN_VERSION, clang $(clang-19 --version | head -1 | grep -o '[0-9][0-9.]*' | head -1)"

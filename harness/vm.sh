@@ -1,0 +1,80 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Boot the test VM.
+#
+# usage: vm.sh run  APPEND CMD EXTRA   boot; print the report (or CMD's output)
+#        vm.sh boot NAME APPEND TESTS  one test boot; log to $W/logs/NAME.log
+#
+# Every boot has a hard timeout ($BOOT_TIMEOUT seconds).  KVM is used when
+# it is really usable (ACCEL=auto), else TCG; ACCEL=kvm|tcg forces one.
+set -uo pipefail
+
+: "${W:?}" "${OUT:?}" "${BOOT_TIMEOUT:=300}" "${ACCEL:=auto}"
+H=$(cd "$(dirname "$0")" && pwd)
+kernel=$OUT/arch/x86/boot/bzImage
+mkdir -p "$W/logs"
+
+accel() {
+	case $ACCEL in
+	kvm|tcg) echo "$ACCEL"; return;;
+	esac
+	# /dev/kvm can exist on nested, software-only virtualisation where a
+	# guest crawls: only take KVM when the CPU has hardware support.
+	if [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
+		echo kvm
+	else
+		echo tcg
+	fi
+}
+
+# boot LOG INITRD APPEND
+boot() {
+	local log=$1 initrd=$2 append=$3 a
+	a=$(accel)
+	local cpu=()
+	[ "$a" = kvm ] && cpu=(-cpu host)
+	timeout --foreground -k 5 "$BOOT_TIMEOUT" \
+		qemu-system-x86_64 -accel "$a" "${cpu[@]}" ${QEMU_EXTRA:-} \
+		-m 1G -smp 2 -nographic -no-reboot -nodefaults -serial stdio \
+		-kernel "$kernel" -initrd "$initrd" \
+		-append "console=ttyS0 panic=-1 log_buf_len=4M $append" \
+		< /dev/null > "$log" 2>&1
+	local rc=$?
+	[ $rc -eq 124 ] && echo "ALLOCPROF-HOST: timeout after ${BOOT_TIMEOUT}s" >> "$log"
+	return $rc
+}
+
+case ${1:-} in
+run)
+	append=$2 cmd=$3 extra=$4
+	initrd=$W/initramfs-run.cpio.gz
+	if [ -n "$cmd" ]; then mode=cmd; else mode=run; fi
+	"$H/mkinitramfs.sh" "$initrd" "$cmd" "$extra" || exit 1
+	log=$W/logs/run.log
+	echo "vm: booting BASE=$BASE ($(accel), timeout ${BOOT_TIMEOUT}s), log in $log"
+	boot "$log" "$initrd" "kunit.enable=0 allocprof.mode=$mode $append"
+	rc=$?
+	tr -d '\r' < "$log" | sed -n '/^ALLOCPROF: \(report\|cmd\) begin$/,/^ALLOCPROF: exit /p' |
+		sed '1d;$d'
+	status=$(tr -d '\r' < "$log" | sed -n 's/^ALLOCPROF: exit \([0-9]*\)$/\1/p' | tail -n 1)
+	if [ -z "$status" ]; then
+		echo "vm: the VM did not finish (qemu exit $rc); last lines of $log:" >&2
+		tail -n 30 "$log" >&2
+		exit 1
+	fi
+	exit "$status"
+	;;
+boot)
+	name=$2 append=$3 tests=$4
+	initrd=$W/initramfs-test.cpio.gz
+	[ -f "$initrd" ] || "$H/mkinitramfs.sh" "$initrd" || exit 1
+	boot "$W/logs/$name.log" "$initrd" "allocprof.mode=test ${tests:+allocprof.tests=$tests} $append"
+	;;
+initramfs)
+	"$H/mkinitramfs.sh" "$W/initramfs-test.cpio.gz"
+	;;
+*)
+	echo "usage: vm.sh run APPEND CMD EXTRA | boot NAME APPEND TESTS | initramfs" >&2
+	exit 2
+	;;
+esac

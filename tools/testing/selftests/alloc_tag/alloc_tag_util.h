@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the alloc_tag selftests: a strict /proc/allocinfo row
+ * parser, row lookup by site, the test module's control files, the
+ * mem_profiling sysctl and the kernel log.
+ */
+#ifndef ALLOC_TAG_UTIL_H
+#define ALLOC_TAG_UTIL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define AI_PATH		"/proc/allocinfo"
+#define AI_SYSCTL	"/proc/sys/vm/mem_profiling"
+#define ATT_DIR		"/sys/kernel/debug/alloc_tag_test"
+#define AI_HEADER1	"allocinfo - version: 1.0\n"
+#define AI_HEADER2	"#     <size>  <calls> <tag info>\n"
+#define AI_MODDIR	"/modules"
+
+struct ai_row {
+	long long bytes;
+	unsigned long long calls;
+	char file[256];
+	unsigned int line;
+	char module[64];
+	char func[128];
+};
+
+/* Read a whole file into a NUL-terminated malloc'd buffer, @chunk bytes per read(). */
+static inline char *ai_slurp(const char *path, size_t chunk, size_t *lenp)
+{
+	size_t len = 0, cap = 1 << 16;
+	char *buf = malloc(cap + 1);
+	ssize_t n;
+	int fd;
+
+	if (!buf)
+		return NULL;
+	fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		free(buf);
+		return NULL;
+	}
+	for (;;) {
+		if (cap - len < chunk) {
+			char *nb;
+
+			cap = cap * 2 + chunk;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				free(buf);
+				close(fd);
+				return NULL;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, chunk);
+		if (n < 0) {
+			free(buf);
+			close(fd);
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		len += n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	if (lenp)
+		*lenp = len;
+	return buf;
+}
+
+/*
+ * Parse one right-aligned decimal field of @width characters (printf "%Nlli"
+ * semantics: a longer number takes more room and has no padding).  Returns
+ * the number of characters consumed or -1.
+ */
+static inline int ai_field(const char *s, int width, bool is_signed, long long *sv,
+			   unsigned long long *uv)
+{
+	int pad = 0, i, len;
+	const char *num;
+	char *end;
+
+	while (s[pad] == ' ')
+		pad++;
+	num = s + pad;
+	i = 0;
+	if (is_signed && num[0] == '-')
+		i++;
+	if (!isdigit((unsigned char)num[i]))
+		return -1;
+	while (isdigit((unsigned char)num[i]))
+		i++;
+	len = i;
+	/* No leading zeros: "0" alone, or a non-zero first digit. */
+	if (num[is_signed && num[0] == '-'] == '0' && len > 1 + (num[0] == '-'))
+		return -1;
+	if (len < width ? pad + len != width : pad != 0)
+		return -1;
+	errno = 0;
+	if (is_signed)
+		*sv = strtoll(num, &end, 10);
+	else
+		*uv = strtoull(num, &end, 10);
+	if (errno || end != num + len)
+		return -1;
+	return pad + len;
+}
+
+/*
+ * Parse one v1.0 row, "%12lli %8llu file:line[ [module]] func:name \n" without
+ * the newline.  Returns 0, or -1 if the row breaks the grammar.
+ */
+static inline int ai_parse_row(const char *line, struct ai_row *r)
+{
+	const char *p = line, *colon, *sp, *end;
+	long long sv;
+	unsigned long long uv;
+	size_t n;
+	int k;
+
+	memset(r, 0, sizeof(*r));
+	k = ai_field(p, 12, true, &sv, NULL);
+	if (k < 0 || p[k] != ' ')
+		return -1;
+	r->bytes = sv;
+	p += k + 1;
+	k = ai_field(p, 8, false, NULL, &uv);
+	if (k < 0 || p[k] != ' ')
+		return -1;
+	r->calls = uv;
+	p += k + 1;
+
+	/* file:line */
+	sp = strchr(p, ' ');
+	if (!sp)
+		return -1;
+	colon = memrchr(p, ':', sp - p);
+	if (!colon || colon == p || colon + 1 == sp)
+		return -1;
+	n = colon - p;
+	if (n >= sizeof(r->file))
+		return -1;
+	memcpy(r->file, p, n);
+	for (const char *d = colon + 1; d < sp; d++)
+		if (!isdigit((unsigned char)*d))
+			return -1;
+	r->line = strtoul(colon + 1, NULL, 10);
+	p = sp + 1;
+
+	/* optional [module] */
+	if (*p == '[') {
+		end = strchr(p, ']');
+		if (!end || end[1] != ' ' || end == p + 1)
+			return -1;
+		n = end - p - 1;
+		if (n >= sizeof(r->module))
+			return -1;
+		memcpy(r->module, p + 1, n);
+		for (size_t i = 0; i < n; i++)
+			if (isspace((unsigned char)r->module[i]))
+				return -1;
+		p = end + 2;
+	}
+
+	/* func:name, then exactly one trailing space */
+	if (strncmp(p, "func:", 5))
+		return -1;
+	p += 5;
+	sp = strchr(p, ' ');
+	if (!sp || sp == p || sp[1] != '\0')
+		return -1;
+	n = sp - p;
+	if (n >= sizeof(r->func))
+		return -1;
+	memcpy(r->func, p, n);
+	return 0;
+}
+
+/*
+ * Call @fn for every row of a /proc/allocinfo image; stops early when @fn
+ * returns non-zero.  Returns -1 on a malformed row (line number in *bad_line),
+ * else @fn's last return value.
+ */
+static inline int ai_for_each_row(char *text, int (*fn)(const struct ai_row *, void *),
+				  void *arg, int *bad_line)
+{
+	char *line = text, *nl;
+	struct ai_row row;
+	int lineno = 0, ret = 0;
+
+	if (strncmp(text, AI_HEADER1 AI_HEADER2, strlen(AI_HEADER1 AI_HEADER2)))
+		return -1;
+	line += strlen(AI_HEADER1 AI_HEADER2);
+	lineno = 2;
+	while (*line) {
+		nl = strchr(line, '\n');
+		lineno++;
+		if (!nl) {
+			if (bad_line)
+				*bad_line = lineno;
+			return -1;
+		}
+		*nl = '\0';
+		if (ai_parse_row(line, &row)) {
+			*nl = '\n';
+			if (bad_line)
+				*bad_line = lineno;
+			return -1;
+		}
+		*nl = '\n';
+		if (fn) {
+			ret = fn(&row, arg);
+			if (ret)
+				return ret;
+		}
+		line = nl + 1;
+	}
+	return 0;
+}
+
+struct ai_find_arg {
+	const char *file;
+	unsigned int line;
+	struct ai_row *out;
+	int found;
+};
+
+static inline int ai_find_fn(const struct ai_row *r, void *arg)
+{
+	struct ai_find_arg *a = arg;
+
+	if (r->line == a->line && !strcmp(r->file, a->file)) {
+		*a->out = *r;
+		a->found++;
+	}
+	return 0;
+}
+
+/* Look up the row of site file:line; 0 if exactly one such row exists. */
+static inline int ai_get(const char *file, unsigned int line, struct ai_row *out)
+{
+	struct ai_find_arg a = { file, line, out, 0 };
+	char *text = ai_slurp(AI_PATH, 1 << 16, NULL);
+	int ret;
+
+	if (!text)
+		return -errno;
+	ret = ai_for_each_row(text, ai_find_fn, &a, NULL);
+	free(text);
+	if (ret)
+		return -EBADMSG;
+	return a.found == 1 ? 0 : -ENOENT;
+}
+
+/* The test module's site of @kind: its file, line and function. */
+struct att_site {
+	char file[256];
+	unsigned int line;
+	char func[128];
+};
+
+static inline int att_site(const char *kind, struct att_site *s)
+{
+	char k[32], loc[256];
+	FILE *f = fopen(ATT_DIR "/sites", "r");
+	int ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%31s %255s %127s", k, loc, s->func) == 3) {
+		char *colon = strrchr(loc, ':');
+
+		if (strcmp(k, kind) || !colon)
+			continue;
+		*colon = '\0';
+		memcpy(s->file, loc, strlen(loc) + 1);
+		s->line = strtoul(colon + 1, NULL, 10);
+		ret = 0;
+		break;
+	}
+	fclose(f);
+	return ret;
+}
+
+/* One command to the test module; 0 or -errno. */
+static inline int att_ctl(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int att_ctl(const char *fmt, ...)
+{
+	char cmd[64];
+	va_list ap;
+	int fd, ret = 0;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	fd = open(ATT_DIR "/ctl", O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, cmd, strlen(cmd)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static inline long att_info(const char *key)
+{
+	char k[64];
+	long v;
+	FILE *f = fopen(ATT_DIR "/info", "r");
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %ld", k, &v) == 2) {
+		if (!strcmp(k, key)) {
+			fclose(f);
+			return v;
+		}
+	}
+	fclose(f);
+	return -1;
+}
+
+/* Write @val (with @len bytes) to the sysctl; 0 or -errno. */
+static inline int ai_sysctl_write(const char *val, size_t len)
+{
+	int fd = open(AI_SYSCTL, O_WRONLY);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, len) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* The sysctl's value, or -errno. */
+static inline int ai_sysctl_read(void)
+{
+	char buf[16] = "";
+	int fd = open(AI_SYSCTL, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	if (!strcmp(buf, "0\n"))
+		return 0;
+	if (!strcmp(buf, "1\n"))
+		return 1;
+	return -EBADMSG;
+}
+
+/* Does one kernel log line contain every one of the NULL-terminated needles? */
+static inline bool ai_kmsg_has(const char *needle, ...)
+{
+	char rec[8192];
+	bool found = false;
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	while (!found && (n = read(fd, rec, sizeof(rec) - 1)) != 0) {
+		const char *msg, *s;
+		va_list ap;
+		bool all = true;
+
+		if (n < 0) {
+			if (errno == EPIPE)
+				continue;	/* overwritten record */
+			break;		/* EAGAIN: end of the log */
+		}
+		rec[n] = '\0';
+		msg = strchr(rec, ';');
+		msg = msg ? msg + 1 : rec;
+		va_start(ap, needle);
+		for (s = needle; s; s = va_arg(ap, const char *))
+			if (!strstr(msg, s))
+				all = false;
+		va_end(ap);
+		found = all;
+	}
+	close(fd);
+	return found;
+}
+
+static inline int ai_load_module(const char *name)
+{
+	char path[256];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/%s.ko", AI_MODDIR, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, "", 0);
+	ret = ret ? -errno : 0;
+	close(fd);
+	return ret == -EEXIST ? 0 : ret;
+}
+
+static inline int ai_unload_module(const char *name)
+{
+	return syscall(SYS_delete_module, name, O_NONBLOCK) ? -errno : 0;
+}
+
+/* Which implementation the VM runs: "upstream" or "rust" (from the harness). */
+static inline const char *ai_base(void)
+{
+	const char *b = getenv("ALLOC_TAG_BASE");
+
+	return b ? b : "rust";
+}
+
+#endif /* ALLOC_TAG_UTIL_H */

@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Allocation sites at known lines for the alloc_tag selftests, driven from
+ * user space through debugfs.
+ *
+ * /sys/kernel/debug/alloc_tag_test/sites lists every site as
+ * "<kind> <file>:<line> <function>", the key of its /proc/allocinfo row.
+ * /sys/kernel/debug/alloc_tag_test/ctl takes one command per write:
+ *
+ *   kmalloc SIZE N     N x kmalloc(SIZE)
+ *   large SIZE N       N x kmalloc(SIZE), SIZE above the largest slab cache
+ *   cache N            N x kmem_cache_alloc() from the module's own cache
+ *   pages ORDER N      N x alloc_pages(ORDER)
+ *   vmalloc SIZE N     N x vmalloc(SIZE)
+ *   percpu SIZE N      N x __alloc_percpu(SIZE, 8)
+ *   order2 N           N x non-compound alloc_pages(2), kept whole
+ *   split              split_page() every order-2 block held
+ *   free KIND          free everything held of KIND (order2 frees the pieces)
+ *   stress SITE ITERS  on every online CPU at once, ITERS kmalloc/kfree and
+ *                      page alloc/free pairs at site stress_SITE (on, toggle)
+ *
+ * Objects are held until freed; what is still held at unload is freed then.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/completion.h>
+#include <linux/cpu.h>
+#include <linux/debugfs.h>
+#include <linux/gfp.h>
+#include <linux/kthread.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/sched.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#define ATT_MAX_HELD	1024
+#define ATT_CACHE_SIZE	200
+
+enum att_kind {
+	ATT_KMALLOC,
+	ATT_LARGE,
+	ATT_CACHE,
+	ATT_PAGES,
+	ATT_VMALLOC,
+	ATT_PERCPU,
+	ATT_ORDER2,
+	ATT_STRESS_ON,
+	ATT_STRESS_TOGGLE,
+	ATT_NR_KINDS,
+};
+
+static const char *const att_kind_name[ATT_NR_KINDS] = {
+	[ATT_KMALLOC]		= "kmalloc",
+	[ATT_LARGE]		= "large",
+	[ATT_CACHE]		= "cache",
+	[ATT_PAGES]		= "pages",
+	[ATT_VMALLOC]		= "vmalloc",
+	[ATT_PERCPU]		= "percpu",
+	[ATT_ORDER2]		= "order2",
+	[ATT_STRESS_ON]		= "stress_on",
+	[ATT_STRESS_TOGGLE]	= "stress_toggle",
+};
+
+struct att_site {
+	unsigned int line;
+	const char *func;
+};
+
+struct att_held {
+	void *ptr;
+	unsigned int order;	/* pages: allocation order */
+	bool split;		/* order2: split into single pages */
+};
+
+static struct att_site att_sites[ATT_NR_KINDS];
+static struct att_held att_held[ATT_NR_KINDS][ATT_MAX_HELD];
+static unsigned int att_nr_held[ATT_NR_KINDS];
+static DEFINE_MUTEX(att_lock);
+static struct kmem_cache *att_cache;
+static struct dentry *att_dir;
+static bool att_probing;
+
+/*
+ * Record the line and function of the allocation on the same source line.
+ * While probing (at module init) the allocation itself is skipped, so the
+ * sites file knows every line before anything is allocated.
+ */
+static bool att_mark(enum att_kind kind, unsigned int line, const char *func)
+{
+	att_sites[kind].line = line;
+	att_sites[kind].func = func;
+	return att_probing;
+}
+
+#define ATT_SITE(kind, alloc) \
+	(att_mark(kind, __LINE__, __func__) ? NULL : (alloc))
+
+static void *att_do_kmalloc(size_t size)
+{
+	return ATT_SITE(ATT_KMALLOC, kmalloc(size, GFP_KERNEL));
+}
+
+static void *att_do_large(size_t size)
+{
+	return ATT_SITE(ATT_LARGE, kmalloc(size, GFP_KERNEL));
+}
+
+static void *att_do_cache(void)
+{
+	return ATT_SITE(ATT_CACHE, kmem_cache_alloc(att_cache, GFP_KERNEL));
+}
+
+static struct page *att_do_pages(unsigned int order)
+{
+	return ATT_SITE(ATT_PAGES, alloc_pages(GFP_KERNEL, order));
+}
+
+static void *att_do_vmalloc(size_t size)
+{
+	return ATT_SITE(ATT_VMALLOC, vmalloc(size));
+}
+
+static void __percpu *att_do_percpu(size_t size)
+{
+	return ATT_SITE(ATT_PERCPU, __alloc_percpu(size, 8));
+}
+
+static struct page *att_do_order2(void)
+{
+	return ATT_SITE(ATT_ORDER2, alloc_pages(GFP_KERNEL, 2));
+}
+
+static void *att_stress_on(size_t size)
+{
+	return ATT_SITE(ATT_STRESS_ON, kmalloc(size, GFP_KERNEL));
+}
+
+static void *att_stress_toggle(size_t size)
+{
+	return ATT_SITE(ATT_STRESS_TOGGLE, kmalloc(size, GFP_KERNEL));
+}
+
+static void att_probe_sites(void)
+{
+	att_probing = true;
+	att_do_kmalloc(0);
+	att_do_large(0);
+	att_do_cache();
+	att_do_pages(0);
+	att_do_vmalloc(0);
+	att_do_percpu(0);
+	att_do_order2();
+	att_stress_on(0);
+	att_stress_toggle(0);
+	att_probing = false;
+}
+
+static void att_free_one(enum att_kind kind, struct att_held *h)
+{
+	unsigned int i;
+
+	switch (kind) {
+	case ATT_KMALLOC:
+	case ATT_LARGE:
+		kfree(h->ptr);
+		break;
+	case ATT_CACHE:
+		kmem_cache_free(att_cache, h->ptr);
+		break;
+	case ATT_PAGES:
+		__free_pages(h->ptr, h->order);
+		break;
+	case ATT_VMALLOC:
+		vfree(h->ptr);
+		break;
+	case ATT_PERCPU:
+		free_percpu((void __percpu *)h->ptr);
+		break;
+	case ATT_ORDER2:
+		if (h->split) {
+			for (i = 0; i < 4; i++)
+				__free_page((struct page *)h->ptr + i);
+		} else {
+			__free_pages(h->ptr, 2);
+		}
+		break;
+	default:
+		break;
+	}
+	h->ptr = NULL;
+}
+
+static void att_free_kind(enum att_kind kind)
+{
+	while (att_nr_held[kind])
+		att_free_one(kind, &att_held[kind][--att_nr_held[kind]]);
+}
+
+static int att_alloc(enum att_kind kind, unsigned long arg, unsigned int n)
+{
+	unsigned int i;
+	void *p;
+
+	if (n > ATT_MAX_HELD - att_nr_held[kind])
+		return -ENOSPC;
+
+	for (i = 0; i < n; i++) {
+		struct att_held *h = &att_held[kind][att_nr_held[kind]];
+
+		switch (kind) {
+		case ATT_KMALLOC:
+			p = att_do_kmalloc(arg);
+			break;
+		case ATT_LARGE:
+			p = att_do_large(arg);
+			break;
+		case ATT_CACHE:
+			p = att_do_cache();
+			break;
+		case ATT_PAGES:
+			if (arg > 5)
+				return -EINVAL;
+			p = att_do_pages(arg);
+			break;
+		case ATT_VMALLOC:
+			p = att_do_vmalloc(arg);
+			break;
+		case ATT_PERCPU:
+			p = (void __force *)att_do_percpu(arg);
+			break;
+		case ATT_ORDER2:
+			p = att_do_order2();
+			break;
+		default:
+			return -EINVAL;
+		}
+		if (!p)
+			return -ENOMEM;
+		h->ptr = p;
+		h->order = arg;
+		h->split = false;
+		att_nr_held[kind]++;
+	}
+	return 0;
+}
+
+static void att_split(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < att_nr_held[ATT_ORDER2]; i++) {
+		struct att_held *h = &att_held[ATT_ORDER2][i];
+
+		if (!h->split) {
+			split_page(h->ptr, 2);
+			h->split = true;
+		}
+	}
+}
+
+struct att_stress {
+	void *(*alloc)(size_t size);
+	unsigned long iters;
+	atomic_t running;
+	atomic_t failures;
+	struct completion done;
+};
+
+#define ATT_STRESS_LIVE	16
+
+static int att_stress_fn(void *data)
+{
+	struct att_stress *st = data;
+	void *live[ATT_STRESS_LIVE] = { };
+	unsigned long i;
+	unsigned int j;
+
+	for (i = 0; i < st->iters; i++) {
+		j = i % ATT_STRESS_LIVE;
+		kfree(live[j]);
+		live[j] = st->alloc(8 + (i % 32) * 8);
+		if (!live[j])
+			atomic_inc(&st->failures);
+		if (!(i % 64))
+			cond_resched();
+	}
+	for (j = 0; j < ATT_STRESS_LIVE; j++)
+		kfree(live[j]);
+
+	if (atomic_dec_and_test(&st->running))
+		complete(&st->done);
+	return 0;
+}
+
+static int att_stress_run(enum att_kind kind, unsigned long iters)
+{
+	struct att_stress st = {
+		.alloc = kind == ATT_STRESS_ON ? att_stress_on : att_stress_toggle,
+		.iters = iters,
+	};
+	struct task_struct *t;
+	unsigned int cpu;
+	int ret = 0;
+
+	init_completion(&st.done);
+	atomic_set(&st.running, 1);
+	atomic_set(&st.failures, 0);
+
+	cpus_read_lock();
+	for_each_online_cpu(cpu) {
+		t = kthread_create(att_stress_fn, &st, "att_stress/%u", cpu);
+		if (IS_ERR(t)) {
+			ret = PTR_ERR(t);
+			break;
+		}
+		kthread_bind(t, cpu);
+		atomic_inc(&st.running);
+		wake_up_process(t);
+	}
+	cpus_read_unlock();
+
+	if (!atomic_dec_and_test(&st.running))
+		wait_for_completion(&st.done);
+	if (!ret && atomic_read(&st.failures))
+		ret = -ENOMEM;
+	return ret;
+}
+
+static int att_kind_parse(const char *s, enum att_kind *kind)
+{
+	int k;
+
+	for (k = 0; k < ATT_NR_KINDS; k++) {
+		if (!strcmp(s, att_kind_name[k])) {
+			*kind = k;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static int att_command(char *buf)
+{
+	char *argv[3] = { };
+	unsigned long a = 0, b = 0;
+	enum att_kind kind;
+	int argc = 0;
+	char *tok;
+
+	while ((tok = strsep(&buf, " \t\n")) != NULL) {
+		if (!*tok)
+			continue;
+		if (argc == ARRAY_SIZE(argv))
+			return -EINVAL;
+		argv[argc++] = tok;
+	}
+	if (!argc)
+		return -EINVAL;
+	if (argc > 1 && kstrtoul(argv[1], 0, &a) && strcmp(argv[0], "free") &&
+	    strcmp(argv[0], "stress"))
+		return -EINVAL;
+	if (argc > 2 && kstrtoul(argv[2], 0, &b))
+		return -EINVAL;
+
+	if (!strcmp(argv[0], "free") && argc == 2) {
+		if (att_kind_parse(argv[1], &kind))
+			return -EINVAL;
+		att_free_kind(kind);
+		return 0;
+	}
+	if (!strcmp(argv[0], "split") && argc == 1) {
+		att_split();
+		return 0;
+	}
+	if (!strcmp(argv[0], "stress") && argc == 3) {
+		if (!strcmp(argv[1], "on"))
+			return att_stress_run(ATT_STRESS_ON, b);
+		if (!strcmp(argv[1], "toggle"))
+			return att_stress_run(ATT_STRESS_TOGGLE, b);
+		return -EINVAL;
+	}
+	if ((!strcmp(argv[0], "cache") || !strcmp(argv[0], "order2")) && argc == 2)
+		return att_alloc(argv[0][0] == 'c' ? ATT_CACHE : ATT_ORDER2, 0, a);
+	if (argc != 3 || att_kind_parse(argv[0], &kind))
+		return -EINVAL;
+	switch (kind) {
+	case ATT_KMALLOC:
+	case ATT_LARGE:
+	case ATT_PAGES:
+	case ATT_VMALLOC:
+	case ATT_PERCPU:
+		return att_alloc(kind, a, b);
+	default:
+		return -EINVAL;
+	}
+}
+
+static ssize_t att_ctl_write(struct file *file, const char __user *ubuf,
+			     size_t count, loff_t *ppos)
+{
+	char buf[64];
+	int ret;
+
+	if (count >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	buf[count] = '\0';
+
+	mutex_lock(&att_lock);
+	ret = att_command(buf);
+	mutex_unlock(&att_lock);
+
+	return ret ? ret : count;
+}
+
+static const struct file_operations att_ctl_fops = {
+	.owner	= THIS_MODULE,
+	.write	= att_ctl_write,
+};
+
+static int att_sites_show(struct seq_file *m, void *v)
+{
+	int k;
+
+	for (k = 0; k < ATT_NR_KINDS; k++)
+		seq_printf(m, "%s %s:%u %s\n", att_kind_name[k], __FILE__,
+			   att_sites[k].line, att_sites[k].func);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(att_sites);
+
+static int att_info_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "cache_size %u\n", kmem_cache_size(att_cache));
+	seq_printf(m, "page_size %lu\n", PAGE_SIZE);
+	seq_printf(m, "possible_cpus %u\n", num_possible_cpus());
+	seq_printf(m, "online_cpus %u\n", num_online_cpus());
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(att_info);
+
+static int __init att_init(void)
+{
+	att_cache = kmem_cache_create("alloc_tag_test", ATT_CACHE_SIZE, 0,
+				      SLAB_NO_MERGE, NULL);
+	if (!att_cache)
+		return -ENOMEM;
+
+	att_probe_sites();
+
+	att_dir = debugfs_create_dir("alloc_tag_test", NULL);
+	debugfs_create_file("ctl", 0200, att_dir, NULL, &att_ctl_fops);
+	debugfs_create_file("sites", 0444, att_dir, NULL, &att_sites_fops);
+	debugfs_create_file("info", 0444, att_dir, NULL, &att_info_fops);
+	return 0;
+}
+
+static void __exit att_exit(void)
+{
+	int k;
+
+	debugfs_remove_recursive(att_dir);
+	for (k = 0; k < ATT_NR_KINDS; k++)
+		att_free_kind(k);
+	kmem_cache_destroy(att_cache);
+}
+
+module_init(att_init);
+module_exit(att_exit);
+MODULE_DESCRIPTION("Allocation sites at known lines for the alloc_tag selftests");
+MODULE_LICENSE("GPL");
