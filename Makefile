@@ -32,10 +32,10 @@ STDIR    := tools/testing/selftests/alloc_tag
 FRAGS    := $(H)/kernel.config $(REPO)/$(STDIR)/config $(wildcard $(H)/kernel-$(BASE).config)
 PHASE    := $(H)/phase
 
-export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT
+export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
-	build host-test vm-test clean-cache help
+	build host-test boot clean-cache help
 
 all: run
 
@@ -73,8 +73,12 @@ run: build
 host-test:
 	@$(PHASE) host-test $(H)/host-test.sh
 
-vm-test: build
-	@$(PHASE) vm-test $(H)/vm.sh test "$(APPEND)" "" ""
+# One test boot by hand: make boot NAME=x BOOTARGS='...' TESTS=a,b
+boot: build
+	@$(H)/vm.sh initramfs
+	@$(H)/vm.sh boot "$(or $(NAME),manual)" "$(BOOTARGS) $(APPEND)" "$(TESTS)"
+	@python3 $(H)/ktap.py $(W)/logs/$(or $(NAME),manual).log --name $(or $(NAME),manual) \
+		--expect "$(TESTS)" $(if $(BOOTARGS),,--kunit)
 
 test:
 	@$(H)/test.sh

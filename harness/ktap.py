@@ -1,0 +1,232 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Judge one test boot's serial log: KTAP results of KUnit and the selftests,
+and the kernel log's reports (panic, Oops, WARNING, BUG, KASAN, lockdep).
+
+usage: python3 ktap.py LOG [--kunit] [--expect t1,t2,...] [--name NAME]
+
+Prints one line per failed check, naming it, and a summary line
+"NAME: P passed, F failed, S skipped".  Exit status 1 if anything failed.
+"""
+
+import argparse
+import re
+import sys
+
+TIMESTAMP = re.compile(r"^\[\s*\d+\.\d+\]\s?")
+VERSION = re.compile(r"^(\s*)(?:KTAP version \d+|TAP version \d+)\s*$")
+PLAN = re.compile(r"^(\s*)1\.\.(\d+)\s*$")
+RESULT = re.compile(r"^(\s*)(not ok|ok) (\d+)(?: -)? ?([^#]*?)\s*(?:#\s*(.*))?$")
+MARK = re.compile(r"^ALLOCPROF: (.*)$")
+
+# Kernel reports that fail a boot wherever they appear, most specific first.
+REPORTS = [
+    (re.compile(r"KASAN|KFENCE: "), "KASAN/KFENCE report"),
+    (re.compile(r"possible circular locking|possible recursive locking|"
+                r"inconsistent lock state|lockdep"), "lockdep report"),
+    (re.compile(r"UBSAN:"), "UBSAN report"),
+    (re.compile(r"Kernel panic"), "kernel panic"),
+    (re.compile(r"\bOops\b|general protection fault"), "Oops"),
+    (re.compile(r"^WARNING:|\bWARNING: "), "WARNING"),
+    (re.compile(r"\bBUG: |\bBUG at\b|kernel BUG"), "BUG"),
+    (re.compile(r"soft lockup|hard LOCKUP|hung_task|blocked for more than"),
+     "lockup"),
+]
+
+# Warnings the suite provokes on purpose: upstream 6.12 WARNs once per live
+# tag when a module with live allocations unloads (module_unload checks the
+# report itself).  Each entry: a regex over the lines of one "cut here" block.
+EXPECTED_WARNINGS = [
+    re.compile(r"alloc_tag_test_leak .*allocated at module unload"),
+]
+
+
+def clean(line):
+    line = line.rstrip("\r\n").replace("\r", "")
+    return TIMESTAMP.sub("", line)
+
+
+class Doc:
+    """One KTAP document (or subtest list) at one indentation."""
+
+    def __init__(self, indent, where):
+        self.indent = indent
+        self.where = where
+        self.plan = None
+        self.results = []
+
+
+class Judge:
+    def __init__(self, name):
+        self.name = name
+        self.passed = 0
+        self.failed = 0
+        self.skipped = 0
+        self.failures = []
+
+    def fail(self, what):
+        self.failed += 1
+        self.failures.append(what)
+
+    def ktap(self, lines, where):
+        """Count the results of the KTAP documents in lines."""
+        stack = []  # open docs, innermost last
+        seen_any = False
+
+        def close(doc):
+            if doc.plan is None:
+                self.fail(f"{doc.where}: KTAP document without a plan")
+            elif doc.plan != len(doc.results):
+                self.fail(f"{doc.where}: plan 1..{doc.plan} but "
+                          f"{len(doc.results)} results")
+
+        for line in lines:
+            m = VERSION.match(line)
+            if m:
+                indent = len(m.group(1))
+                while stack and stack[-1].indent >= indent:
+                    close(stack.pop())
+                stack.append(Doc(indent, where))
+                seen_any = True
+                continue
+            m = PLAN.match(line)
+            if m and stack:
+                indent = len(m.group(1))
+                if stack[-1].indent != indent:
+                    # subtest list without its own version line
+                    while stack and stack[-1].indent > indent:
+                        close(stack.pop())
+                    if not stack or stack[-1].indent < indent:
+                        stack.append(Doc(indent, where))
+                stack[-1].plan = int(m.group(2))
+                continue
+            m = RESULT.match(line)
+            if m and stack:
+                indent = len(m.group(1))
+                ok = m.group(2) == "ok"
+                name = m.group(4).strip()
+                directive = (m.group(5) or "").strip()
+                children = []
+                while stack and stack[-1].indent > indent:
+                    children.append(stack.pop())
+                    close(children[-1])
+                is_parent = bool(children)
+                child_failed = any(not r for c in children for r in c.results)
+                if not stack or stack[-1].indent != indent:
+                    continue
+                stack[-1].results.append(ok)
+                label = f"{where}: {name or '#' + m.group(3)}"
+                if directive.upper().startswith("SKIP"):
+                    if not is_parent:
+                        self.skipped += 1
+                elif is_parent:
+                    if not ok and not child_failed:
+                        self.fail(f"{label}: not ok")
+                elif ok:
+                    self.passed += 1
+                else:
+                    self.fail(f"{label}: not ok")
+        while stack:
+            close(stack.pop())
+        return seen_any
+
+
+def judge(path, name, kunit, expect):
+    j = Judge(name)
+    try:
+        with open(path, errors="replace") as f:
+            raw = f.readlines()
+    except OSError as e:
+        j.fail(f"cannot read log: {e}")
+        return j
+    lines = [clean(l) for l in raw]
+
+    # Split the log: kernel boot (KUnit), selftest sections, dmesg dump.
+    boot, sections, dump = [], {}, []
+    current, in_dump, done, timeout = None, False, False, False
+    exits = {}
+    for line in lines:
+        m = MARK.match(line)
+        if m:
+            word = m.group(1).split()
+            if word[:1] == ["selftest"] and len(word) == 3 and word[2] == "begin":
+                current = word[1]
+                sections[current] = []
+            elif word[:1] == ["selftest"] and len(word) == 4 and word[2] == "exit":
+                exits[word[1]] = int(word[3])
+                current = None
+            elif word == ["dmesg", "begin"]:
+                in_dump = True
+            elif word == ["dmesg", "end"]:
+                in_dump = False
+            elif word == ["done"]:
+                done = True
+            elif word[:1] == ["insmod"] or word[:1] == ["rmmod"]:
+                j.fail(m.group(1))
+            continue
+        if line.startswith("ALLOCPROF-HOST: timeout"):
+            timeout = True
+        if in_dump:
+            dump.append(line)
+        elif current is not None:
+            sections[current].append(line)
+        else:
+            boot.append(line)
+
+    if timeout:
+        j.fail("timeout: the VM did not power off in time")
+    elif not done:
+        j.fail("the VM stopped before the test run finished (crash or panic?)")
+
+    if kunit and not j.ktap(boot, "kunit"):
+        j.fail("kunit: no KTAP output from KUnit at boot")
+
+    for t in expect:
+        if t not in sections:
+            j.fail(f"selftest {t}: did not run")
+            continue
+        if not j.ktap(sections[t], t):
+            j.fail(f"selftest {t}: no KTAP output")
+        rc = exits.get(t)
+        if rc is None:
+            j.fail(f"selftest {t}: did not finish")
+        elif rc == 127:
+            j.fail(f"selftest {t}: not found in the initramfs")
+        elif rc not in (0, 4):  # 4: KSFT_SKIP, every test skipped
+            if not any(f.startswith(f"{t}:") for f in j.failures):
+                j.fail(f"selftest {t}: exit status {rc}")
+
+    # Kernel reports anywhere in the log, once each.
+    seen = set()
+    for i, line in enumerate(lines):
+        for rx, what in REPORTS:
+            if not rx.search(line):
+                continue
+            if what == "WARNING":
+                block = "\n".join(lines[max(0, i - 4):i + 1])
+                if any(e.search(block) for e in EXPECTED_WARNINGS):
+                    break
+            key = (what, line.strip())
+            if key not in seen:
+                seen.add(key)
+                j.fail(f"kernel: {what}: {line.strip()}")
+            break
+    return j
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("log")
+    ap.add_argument("--name", default="boot")
+    ap.add_argument("--kunit", action="store_true")
+    ap.add_argument("--expect", default="")
+    a = ap.parse_args()
+    expect = [t for t in a.expect.split(",") if t]
+    j = judge(a.log, a.name, a.kunit, expect)
+    for f in j.failures:
+        print(f"FAIL {a.name}: {f}")
+    print(f"{a.name}: {j.passed} passed, {j.failed} failed, {j.skipped} skipped")
+    return 1 if j.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

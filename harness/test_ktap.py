@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Host tests of the serial-log judge (ktap.py) on synthetic logs.
+
+Prints "N passed, N failed" last and exits non-zero on any failure.
+"""
+
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ktap  # noqa: E402
+
+KUNIT_OK = """\
+[    0.900000] KTAP version 1
+[    0.900001] 1..1
+[    0.900002]     KTAP version 1
+[    0.900003]     # Subtest: rust_doctests_kernel
+[    0.900004]     1..2
+[    0.900005]     ok 1 rust_doctest_kernel_a
+[    0.900006]     ok 2 rust_doctest_kernel_b
+[    0.900007] # rust_doctests_kernel: pass:2 fail:0 skip:0 total:2
+[    0.900008] ok 1 rust_doctests_kernel
+"""
+
+SELFTEST_OK = """\
+ALLOCPROF: selftest fmt begin
+TAP version 13
+1..3
+# Starting 3 tests from 1 test cases.
+ok 1 allocinfo.header_exact
+ok 2 allocinfo.rows_match_grammar
+ok 3 allocinfo.module_rows # SKIP module not loaded
+# Totals: pass:2 fail:0 xfail:0 xpass:0 skip:1 error:0
+ALLOCPROF: selftest fmt exit 0
+"""
+
+END = "ALLOCPROF: dmesg begin\n[    1.0] all quiet\nALLOCPROF: dmesg end\nALLOCPROF: done\n"
+
+
+def judge(text, kunit=True, expect=("fmt",)):
+    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+        f.write(text)
+        path = f.name
+    try:
+        return ktap.judge(path, "t", kunit, list(expect))
+    finally:
+        os.unlink(path)
+
+
+class JudgeTest(unittest.TestCase):
+    def assertFailure(self, j, fragment):
+        self.assertTrue(any(fragment in f for f in j.failures),
+                        f"no failure mentioning {fragment!r} in {j.failures}")
+
+    def test_clean_run(self):
+        j = judge(KUNIT_OK + SELFTEST_OK + END)
+        self.assertEqual(j.failures, [])
+        self.assertEqual((j.passed, j.failed, j.skipped), (4, 0, 1))
+
+    def test_not_ok_is_named(self):
+        log = SELFTEST_OK.replace("ok 2 allocinfo.rows_match_grammar",
+                                  "not ok 2 allocinfo.rows_match_grammar")
+        log = log.replace("exit 0", "exit 1")
+        j = judge(KUNIT_OK + log + END)
+        self.assertEqual(j.failed, 1)
+        self.assertFailure(j, "fmt: allocinfo.rows_match_grammar: not ok")
+
+    def test_kunit_failure_in_subtest(self):
+        log = KUNIT_OK.replace("    ok 2 rust_doctest_kernel_b", "    not ok 2 rust_doctest_kernel_b")
+        log = log.replace("] ok 1 rust_doctests_kernel", "] not ok 1 rust_doctests_kernel")
+        j = judge(log + SELFTEST_OK + END)
+        self.assertEqual(j.failed, 1)
+        self.assertFailure(j, "rust_doctest_kernel_b")
+
+    def test_short_plan(self):
+        log = SELFTEST_OK.replace("1..3", "1..4")
+        j = judge(KUNIT_OK + log + END)
+        self.assertFailure(j, "plan 1..4 but 3 results")
+
+    def test_missing_plan(self):
+        log = SELFTEST_OK.replace("1..3\n", "")
+        j = judge(KUNIT_OK + log + END)
+        self.assertFailure(j, "without a plan")
+
+    def test_missing_selftest(self):
+        j = judge(KUNIT_OK + SELFTEST_OK + END, expect=("fmt", "stress"))
+        self.assertFailure(j, "selftest stress: did not run")
+
+    def test_nonzero_exit_without_not_ok(self):
+        j = judge(KUNIT_OK + SELFTEST_OK.replace("exit 0", "exit 139") + END)
+        self.assertFailure(j, "exit status 139")
+
+    def test_no_kunit_output(self):
+        j = judge(SELFTEST_OK + END)
+        self.assertFailure(j, "no KTAP output from KUnit")
+
+    def test_panic(self):
+        log = KUNIT_OK + "[    2.0] Kernel panic - not syncing: Fatal exception\n"
+        j = judge(log)
+        self.assertFailure(j, "kernel panic")
+        self.assertFailure(j, "stopped before the test run finished")
+
+    def test_oops(self):
+        dump = END.replace("all quiet", "Oops: general protection fault, probably for non-canonical address")
+        j = judge(KUNIT_OK + SELFTEST_OK + dump)
+        self.assertFailure(j, "Oops")
+
+    def test_unexpected_warning(self):
+        dump = END.replace("all quiet", "WARNING: CPU: 1 PID: 1 at mm/slub.c:100 foo+0x1/0x2")
+        j = judge(KUNIT_OK + SELFTEST_OK + dump)
+        self.assertFailure(j, "WARNING")
+
+    def test_expected_unload_warning(self):
+        dump = END.replace("[    1.0] all quiet\n", (
+            "[    1.0] ------------[ cut here ]------------\n"
+            "[    1.0] x/alloc_tag_test_leak.c:25 module alloc_tag_test_leak func:atl_init "
+            "has 1536 allocated at module unload\n"
+            "[    1.0] WARNING: CPU: 0 PID: 309 at lib/alloc_tag.c:173 alloc_tag_module_unload+0xc1/0xe0\n"))
+        j = judge(KUNIT_OK + SELFTEST_OK + dump)
+        self.assertEqual(j.failures, [])
+
+    def test_kasan_and_lockdep(self):
+        dump = END.replace("all quiet", "BUG: KASAN: slab-use-after-free in foo\n"
+                           "[    1.1] WARNING: possible circular locking dependency detected")
+        j = judge(KUNIT_OK + SELFTEST_OK + dump)
+        self.assertFailure(j, "KASAN")
+        self.assertFailure(j, "lockdep")
+
+    def test_timeout(self):
+        j = judge(KUNIT_OK + "ALLOCPROF-HOST: timeout after 300s\n")
+        self.assertFailure(j, "timeout")
+
+    def test_crlf_and_timestamps(self):
+        log = (KUNIT_OK + SELFTEST_OK + END).replace("\n", "\r\n")
+        j = judge(log)
+        self.assertEqual(j.failures, [])
+        self.assertEqual(j.passed, 4)
+
+    def test_insmod_failure(self):
+        j = judge(KUNIT_OK + "ALLOCPROF: insmod alloc_tag_test failed\n" + SELFTEST_OK + END)
+        self.assertFailure(j, "insmod alloc_tag_test failed")
+
+
+if __name__ == "__main__":
+    result = unittest.TextTestRunner(verbosity=1).run(
+        unittest.defaultTestLoader.loadTestsFromTestCase(JudgeTest))
+    bad = len(result.failures) + len(result.errors)
+    print(f"host ktap: {result.testsRun - bad} passed, {bad} failed")
+    sys.exit(1 if bad else 0)
