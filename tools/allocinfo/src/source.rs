@@ -47,12 +47,11 @@ impl Source {
             File::open(&self.path).and_then(read_all)
         }
         .map_err(|e| {
-            let hint = if e.kind() == io::ErrorKind::PermissionDenied
-                && self.path == Path::new(PROC_ALLOCINFO)
-            {
-                " (it is readable by root only)"
-            } else {
-                ""
+            let proc = self.path == Path::new(PROC_ALLOCINFO);
+            let hint = match e.kind() {
+                io::ErrorKind::PermissionDenied if proc => " (it is readable by root only)",
+                io::ErrorKind::NotFound if proc => " (is CONFIG_MEM_ALLOC_PROFILING enabled?)",
+                _ => "",
             };
             Error::io(format!("cannot read {}{hint}", self.display()), e)
         })?;
