@@ -1,0 +1,142 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Host tests of the allocinfo tool: lint, cargo test, export checked by prometheus_client, the
+# selftest script against fixtures, and the static binary for the test VM.
+#
+# Prints "N passed, N failed" last and exits non-zero on any failure. Build output and the Python
+# venv live under ${CACHE_DIR:-$HOME/.cache/allocprof}, not in the source tree.
+
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+CACHE_DIR=${CACHE_DIR:-$HOME/.cache/allocprof}
+export CARGO_TARGET_DIR="$CACHE_DIR/allocinfo-target"
+venv="$CACHE_DIR/venv"
+fixtures="$here/tests/fixtures"
+selftest="$here/../testing/selftests/alloc_tag/allocinfo_tool.sh"
+valid="v1-builtin-modules.txt v1-negative.txt v2-accurate.txt escaping.txt"
+target=x86_64-unknown-linux-gnu
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "PASS: $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $1"; }
+# check DESCRIPTION COMMAND...: runs COMMAND, counts it, shows its output only on failure.
+check() {
+	local desc=$1 log
+	shift
+	log=$(mktemp)
+	if "$@" >"$log" 2>&1; then
+		pass "$desc"
+	else
+		fail "$desc"
+		sed 's/^/    /' "$log" | tail -n 40
+	fi
+	rm -f "$log"
+}
+
+mkdir -p "$CACHE_DIR" || exit 1
+work=$(mktemp -d) || exit 1
+trap 'rm -rf "$work"' EXIT
+cd "$here" || exit 1
+
+check "cargo build" cargo build --locked --quiet
+check "cargo fmt --check" cargo fmt --check
+check "cargo clippy" cargo clippy --locked --quiet --all-targets -- -D warnings
+
+# cargo test: count the tests themselves from its "test result:" summary lines.
+if cargo test --locked >"$work/test.log" 2>&1; then test_rc=0; else test_rc=$?; fi
+read -r t_pass t_fail < <(awk '/^test result:/ {
+	for (i = 1; i <= NF; i++) {
+		if ($(i + 1) ~ /^passed/) p += $i
+		if ($(i + 1) ~ /^failed/) f += $i
+	}
+} END { print p + 0, f + 0 }' "$work/test.log")
+passed=$((passed + t_pass))
+failed=$((failed + t_fail))
+echo "cargo test: $t_pass passed, $t_fail failed (exit $test_rc)"
+if [ "$test_rc" -ne 0 ]; then
+	grep -E '^(error|test .* FAILED|---- )' "$work/test.log" | head -n 40 | sed 's/^/    /'
+	# A build failure runs no test at all; count it so the run cannot pass.
+	[ "$t_fail" -eq 0 ] && fail "cargo test exited $test_rc"
+fi
+
+bin="$CARGO_TARGET_DIR/debug/allocinfo"
+
+# prometheus_client in a reusable venv.
+setup_venv() {
+	[ -x "$venv/bin/python" ] || python3 -m venv "$venv" || return 1
+	"$venv/bin/python" -c 'import prometheus_client' 2>/dev/null ||
+		"$venv/bin/python" -m pip install --quiet --disable-pip-version-check prometheus_client
+}
+if check "python venv with prometheus_client" setup_venv; then
+	"$venv/bin/python" -m pip show prometheus_client 2>/dev/null |
+		awk '/^Version:/ { print "using prometheus_client " $2 }'
+	for f in $valid; do
+		"$bin" --json top -n 0 -i "$fixtures/$f" >"$work/$f.json" 2>&1
+		"$bin" export -f openmetrics -i "$fixtures/$f" >"$work/$f.om" 2>&1
+		"$bin" export -f prometheus -i "$fixtures/$f" >"$work/$f.prom" 2>&1
+		check "openmetrics parser accepts export of $f" \
+			"$venv/bin/python" tests/validate_export.py openmetrics "$work/$f.om" "$work/$f.json"
+		check "prometheus parser accepts export of $f" \
+			"$venv/bin/python" tests/validate_export.py prometheus "$work/$f.prom" "$work/$f.json"
+	done
+	textfile() {
+		"$bin" export -o "$work/allocinfo.prom" -i "$fixtures/v1-builtin-modules.txt" &&
+			"$venv/bin/python" tests/validate_export.py prometheus "$work/allocinfo.prom" \
+				"$work/v1-builtin-modules.txt.json"
+	}
+	check "export -o writes a valid textfile-collector file" textfile
+else
+	fail "export validation skipped: no prometheus_client"
+fi
+
+# top -n N picks the same sites as sort -g | tail -n N for every N, ties included.
+awk 'NR <= 2 { print; next } { printf "%12d %8d tie/f%d.c:%d func:f \n", 4096 * (NR % 3), NR % 5, NR % 7, NR }' \
+	"$fixtures/v1-builtin-modules.txt" >"$work/ties.txt"
+top_matches_sort() {
+	local file=$1 rows n want got
+	rows=$(awk '$1 ~ /^-?[0-9]+$/' "$file" | wc -l)
+	for n in $(seq 1 "$rows"); do
+		want=$(awk '$1 ~ /^-?[0-9]+$/' "$file" | LC_ALL=C sort -g | tail -n "$n" |
+			awk '{ print $3 }' | sort)
+		got=$("$bin" top -n "$n" --bytes -i "$file" | awk 'NR > 1 && $3 ~ /:[0-9]+$/ { print $3 }' | sort)
+		if [ "$want" != "$got" ]; then
+			echo "n=$n: sort -g says"; echo "$want"; echo "top says"; echo "$got"
+			return 1
+		fi
+	done
+}
+for f in $valid; do
+	check "top -n N equals sort -g | tail -n N on $f" top_matches_sort "$fixtures/$f"
+done
+check "top -n N equals sort -g | tail -n N with ties" top_matches_sort "$work/ties.txt"
+
+# The static binary that goes into the test VM.
+static_bin="$CARGO_TARGET_DIR/$target/release/allocinfo"
+build_static() {
+	RUSTFLAGS='-C target-feature=+crt-static' \
+		cargo build --release --locked --quiet --target "$target" &&
+		! readelf -lW "$static_bin" | grep -q 'program interpreter' &&
+		! readelf -dW "$static_bin" | grep -q NEEDED &&
+		"$static_bin" --version
+}
+check "static release build ($target)" build_static
+echo "ALLOCINFO_BIN=$static_bin"
+
+# The in-VM selftest, run here against fixtures with the static binary; each KTAP line counts.
+if command -v busybox >/dev/null 2>&1; then sh_cmd="busybox sh"; else sh_cmd="sh"; fi
+for f in $valid; do
+	ALLOCINFO_FILE="$fixtures/$f" ALLOCINFO_BIN="$static_bin" $sh_cmd "$selftest" >"$work/ktap" 2>&1
+	while read -r line; do
+		case "$line" in
+		"ok "*"# SKIP"*) fail "selftest on $f: $line" ;;
+		"ok "*) pass "selftest on $f: $line" ;;
+		"not ok "*) fail "selftest on $f: $line" ;;
+		esac
+	done <"$work/ktap"
+	grep -q '^1\.\.7$' "$work/ktap" || fail "selftest on $f: no KTAP plan"
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

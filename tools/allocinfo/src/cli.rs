@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The command line: global options, one subcommand per report, and argument validation.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::filter::Filter;
+use crate::size::parse_size;
+
+/// Read, diff, watch and export Linux memory allocation profiles (/proc/allocinfo).
+#[derive(Debug, Parser)]
+#[command(
+    name = "allocinfo",
+    version,
+    after_help = "Exit status: 0 success, 1 runtime error (unreadable or malformed input, \
+                  failed write), 2 usage error.\n\
+                  Input defaults to /proc/allocinfo (root only); -i - reads standard input."
+)]
+pub struct Cli {
+    /// Read this file (raw allocinfo text or a snapshot) instead of /proc/allocinfo
+    #[arg(short = 'i', long = "input", value_name = "FILE", global = true)]
+    pub input: Option<PathBuf>,
+
+    /// Print JSON instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The reports the tool can produce.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show the call sites holding the most memory
+    Top(TopArgs),
+    /// Sum memory by source path prefix or by module
+    Tree(TreeArgs),
+    /// Save the current profile with a timestamp, for a later diff
+    Snapshot(SnapshotArgs),
+    /// Show per-site growth between two profiles
+    Diff(DiffArgs),
+    /// Sample repeatedly and flag sites that grow in every interval as leak suspects
+    Watch(WatchArgs),
+    /// Print Prometheus or OpenMetrics text exposition (node_exporter textfile collector)
+    Export(ExportArgs),
+}
+
+/// What to rank rows by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum SortKey {
+    /// Bytes currently allocated
+    #[default]
+    Size,
+    /// Live allocations
+    Calls,
+}
+
+/// Row selection options shared by several commands.
+#[derive(Clone, Debug, Default, Args)]
+pub struct FilterArgs {
+    /// Only sites in this module (`vmlinux` for built-in code)
+    #[arg(long, value_name = "NAME")]
+    pub module: Option<String>,
+    /// Only sites whose file path contains this text
+    #[arg(long, value_name = "TEXT")]
+    pub file: Option<String>,
+    /// Only sites whose function name contains this text
+    #[arg(long, value_name = "TEXT")]
+    pub function: Option<String>,
+}
+
+impl FilterArgs {
+    /// The filter these options describe, with an optional minimum size.
+    pub fn to_filter(&self, min_size: Option<i64>) -> Filter {
+        Filter {
+            module: self.module.clone(),
+            file: self.file.clone(),
+            function: self.function.clone(),
+            min_size,
+        }
+    }
+}
+
+/// Options of `top`.
+#[derive(Clone, Debug, Args)]
+pub struct TopArgs {
+    /// Number of rows to show (0 for all)
+    #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 10)]
+    pub lines: usize,
+    /// Rank by bytes or by live allocations
+    #[arg(long, value_enum, default_value_t = SortKey::Size)]
+    pub sort: SortKey,
+    /// Hide sites holding less than this (e.g. 4096, 64K, 1.5MiB)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub min_size: Option<i64>,
+    /// Print plain byte counts instead of IEC sizes
+    #[arg(long)]
+    pub bytes: bool,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+/// How `tree` groups sites.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum TreeBy {
+    /// Source path prefixes (mm/, mm/slub.c, ...)
+    #[default]
+    Path,
+    /// Module first (vmlinux for built-in), then path prefixes down to --depth
+    Module,
+}
+
+/// Options of `tree`.
+#[derive(Clone, Debug, Args)]
+pub struct TreeArgs {
+    /// Group by path prefix or by module
+    #[arg(long, value_enum, default_value_t = TreeBy::Path)]
+    pub by: TreeBy,
+    /// Path components to descend (default 2 by path, 0 by module)
+    #[arg(short = 'd', long, value_name = "N")]
+    pub depth: Option<usize>,
+    /// Order siblings by bytes or by live allocations
+    #[arg(long, value_enum, default_value_t = SortKey::Size)]
+    pub sort: SortKey,
+    /// Hide groups holding less than this
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub min_size: Option<i64>,
+    /// Print plain byte counts instead of IEC sizes
+    #[arg(long)]
+    pub bytes: bool,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+/// Options of `snapshot`.
+#[derive(Clone, Debug, Args)]
+pub struct SnapshotArgs {
+    /// Write the snapshot here (atomically) instead of to standard output
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Options of `diff`.
+#[derive(Clone, Debug, Args)]
+pub struct DiffArgs {
+    /// The earlier profile (snapshot or raw allocinfo text)
+    #[arg(value_name = "A")]
+    pub before: PathBuf,
+    /// The later profile
+    #[arg(value_name = "B")]
+    pub after: PathBuf,
+    /// Number of sites to list (0 for all)
+    #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 20)]
+    pub lines: usize,
+    /// Rank by byte growth or by growth in live allocations
+    #[arg(long, value_enum, default_value_t = SortKey::Size)]
+    pub sort: SortKey,
+    /// Also list sites that did not change
+    #[arg(long)]
+    pub all: bool,
+    /// Print plain byte counts instead of IEC sizes
+    #[arg(long)]
+    pub bytes: bool,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+/// Options of `watch`.
+#[derive(Clone, Debug, Args)]
+pub struct WatchArgs {
+    /// Seconds between samples (fractions allowed)
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = parse_interval)]
+    pub interval: f64,
+    /// Stop after this many samples (default: run until interrupted)
+    #[arg(short = 'c', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// Growing sites to list per sample
+    #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 5)]
+    pub lines: usize,
+    /// Print plain byte counts instead of IEC sizes
+    #[arg(long)]
+    pub bytes: bool,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+/// Exposition formats of `export`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Prometheus text format 0.0.4 (what the node_exporter textfile collector reads)
+    #[default]
+    Prometheus,
+    /// OpenMetrics 1.0 text (with UNIT lines and the # EOF terminator)
+    Openmetrics,
+}
+
+/// Options of `export`.
+#[derive(Clone, Debug, Args)]
+pub struct ExportArgs {
+    /// Exposition format
+    #[arg(short = 'f', long, value_enum, default_value_t = ExportFormat::Prometheus)]
+    pub format: ExportFormat,
+    /// Write here atomically (e.g. a textfile collector's *.prom) instead of standard output
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Leave out sites holding less than this, to bound the number of series
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub min_size: Option<i64>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+fn parse_interval(text: &str) -> Result<f64, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 {
+        Ok(secs)
+    } else {
+        Err(format!(
+            "interval '{text}' must be above 0 and at most 86400 seconds"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_options_go_anywhere() {
+        let cli = Cli::try_parse_from(["allocinfo", "top", "--json", "-i", "f"]).unwrap();
+        assert!(cli.json);
+        assert_eq!(cli.input, Some(PathBuf::from("f")));
+        let cli = Cli::try_parse_from(["allocinfo", "--json", "top", "-n", "3"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Top(TopArgs { lines: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        for args in [
+            &["allocinfo", "watch", "--interval", "0"][..],
+            &["allocinfo", "watch", "--count", "0"],
+            &["allocinfo", "top", "--min-size", "lots"],
+            &["allocinfo", "top", "--sort", "name"],
+            &["allocinfo", "diff", "a"],
+            &["allocinfo"],
+        ] {
+            let e = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+        }
+    }
+}

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0
+//! `allocinfo diff A B`: per-site growth between two profiles, largest growth first, with totals.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::cli::{DiffArgs, SortKey};
+use crate::cmd::{output_error, show_delta, show_size, write_json};
+use crate::error::Result;
+use crate::filter::Filter;
+use crate::profile::{Profile, Site, SiteTotals};
+use crate::size::signed;
+use crate::timestamp::utc_rfc3339;
+
+/// How a site changed between the two profiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    /// Only in B (a module loaded in between).
+    New,
+    /// Only in A.
+    Gone,
+    Grew,
+    Shrank,
+    /// Same bytes; live allocations may still differ.
+    Same,
+}
+
+/// One site's before, after and difference.
+#[derive(Debug, Serialize)]
+pub struct SiteDelta<'a> {
+    #[serde(flatten)]
+    pub site: &'a Site,
+    pub change: Change,
+    pub before_bytes: i128,
+    pub after_bytes: i128,
+    pub delta_bytes: i128,
+    pub before_calls: u128,
+    pub after_calls: u128,
+    pub delta_calls: i128,
+}
+
+/// Sums over every site that passed the filters, listed or not.
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+pub struct DiffTotals {
+    pub before_bytes: i128,
+    pub after_bytes: i128,
+    pub delta_bytes: i128,
+    pub before_calls: u128,
+    pub after_calls: u128,
+    pub delta_calls: i128,
+    pub grew: usize,
+    pub shrank: usize,
+    pub new: usize,
+    pub gone: usize,
+    pub same: usize,
+}
+
+/// Where one side came from and when it was taken, if it is a snapshot.
+#[derive(Debug, Serialize)]
+pub struct SideInfo {
+    pub path: String,
+    pub unix_ms: Option<i64>,
+    pub time: Option<String>,
+}
+
+/// What `diff` found; the JSON output is this structure.
+#[derive(Debug, Serialize)]
+pub struct DiffReport<'a> {
+    pub before: SideInfo,
+    pub after: SideInfo,
+    /// B's time minus A's when both are snapshots.
+    pub interval_ms: Option<i64>,
+    pub totals: DiffTotals,
+    pub sites: Vec<SiteDelta<'a>>,
+}
+
+fn side(path: &str, p: &Profile) -> SideInfo {
+    let unix_ms = p.snapshot.as_ref().map(|m| m.unix_ms);
+    SideInfo {
+        path: path.to_string(),
+        unix_ms,
+        time: unix_ms.map(utc_rfc3339),
+    }
+}
+
+fn calls_delta(before: u128, after: u128) -> i128 {
+    let to_i = |v: u128| i128::try_from(v).unwrap_or(i128::MAX);
+    to_i(after) - to_i(before)
+}
+
+/// Compares the sites of `a` and `b` that pass `filter`.
+pub fn compare<'a>(
+    a: &'a Profile,
+    b: &'a Profile,
+    filter: &Filter,
+) -> (DiffTotals, Vec<SiteDelta<'a>>) {
+    let before = a.by_site();
+    let after = b.by_site();
+    let keys: BTreeSet<&Site> = before.keys().chain(after.keys()).copied().collect();
+    let mut totals = DiffTotals::default();
+    let mut deltas = Vec::new();
+    for site in keys {
+        if !filter.matches_site(site) {
+            continue;
+        }
+        let (x, y) = (before.get(site), after.get(site));
+        let zero = SiteTotals::default();
+        let (bx, by) = (x.unwrap_or(&zero), y.unwrap_or(&zero));
+        let delta_bytes = by.bytes - bx.bytes;
+        let change = match (x, y) {
+            (None, _) => Change::New,
+            (_, None) => Change::Gone,
+            _ if delta_bytes > 0 => Change::Grew,
+            _ if delta_bytes < 0 => Change::Shrank,
+            _ => Change::Same,
+        };
+        match change {
+            Change::New => totals.new += 1,
+            Change::Gone => totals.gone += 1,
+            Change::Grew => totals.grew += 1,
+            Change::Shrank => totals.shrank += 1,
+            Change::Same => totals.same += 1,
+        }
+        totals.before_bytes += bx.bytes;
+        totals.after_bytes += by.bytes;
+        totals.before_calls += bx.calls;
+        totals.after_calls += by.calls;
+        deltas.push(SiteDelta {
+            site,
+            change,
+            before_bytes: bx.bytes,
+            after_bytes: by.bytes,
+            delta_bytes,
+            before_calls: bx.calls,
+            after_calls: by.calls,
+            delta_calls: calls_delta(bx.calls, by.calls),
+        });
+    }
+    totals.delta_bytes = totals.after_bytes - totals.before_bytes;
+    totals.delta_calls = calls_delta(totals.before_calls, totals.after_calls);
+    (totals, deltas)
+}
+
+/// Builds the report: compares, drops unchanged sites unless `--all`, sorts and truncates.
+pub fn diff<'a>(
+    a: &'a Profile,
+    a_path: &str,
+    b: &'a Profile,
+    b_path: &str,
+    args: &DiffArgs,
+) -> DiffReport<'a> {
+    let (totals, mut sites) = compare(a, b, &args.filter.to_filter(None));
+    if !args.all {
+        sites.retain(|d| d.change != Change::Same || d.delta_calls != 0);
+    }
+    sites.sort_by(|x, y| {
+        let primary = match args.sort {
+            SortKey::Size => y
+                .delta_bytes
+                .cmp(&x.delta_bytes)
+                .then(y.delta_calls.cmp(&x.delta_calls)),
+            SortKey::Calls => y
+                .delta_calls
+                .cmp(&x.delta_calls)
+                .then(y.delta_bytes.cmp(&x.delta_bytes)),
+        };
+        primary.then_with(|| x.site.cmp(y.site))
+    });
+    if args.lines > 0 {
+        sites.truncate(args.lines);
+    }
+    let (before, after) = (side(a_path, a), side(b_path, b));
+    let interval_ms = before.unix_ms.zip(after.unix_ms).map(|(x, y)| y - x);
+    DiffReport {
+        before,
+        after,
+        interval_ms,
+        totals,
+        sites,
+    }
+}
+
+/// Prints the report as text.
+pub fn write_text(r: &DiffReport<'_>, plain: bool, out: &mut dyn Write) -> Result<()> {
+    let mut w = || -> std::io::Result<()> {
+        let when = |s: &SideInfo| s.time.as_ref().map_or(String::new(), |t| format!(" ({t})"));
+        writeln!(out, "before: {}{}", r.before.path, when(&r.before))?;
+        let later = r.interval_ms.map_or(String::new(), |ms| {
+            format!(", {:.1} s later", ms as f64 / 1000.0)
+        });
+        writeln!(out, "after:  {}{}{later}", r.after.path, when(&r.after))?;
+        writeln!(
+            out,
+            "{:>12} {:>12} {:>12} {:>11}  SITE",
+            "DELTA", "BEFORE", "AFTER", "DELTA_CALLS"
+        )?;
+        for d in &r.sites {
+            let note = match d.change {
+                Change::New => " (new)",
+                Change::Gone => " (gone)",
+                _ => "",
+            };
+            writeln!(
+                out,
+                "{:>12} {:>12} {:>12} {:>11}  {}{note}",
+                show_delta(d.delta_bytes, plain),
+                show_size(d.before_bytes, plain),
+                show_size(d.after_bytes, plain),
+                signed(d.delta_calls),
+                d.site.tag_text()
+            )?;
+        }
+        let t = &r.totals;
+        writeln!(
+            out,
+            "total: {} -> {} ({}), calls {} -> {} ({}); {} grew, {} shrank, {} new, {} gone, {} same",
+            show_size(t.before_bytes, plain),
+            show_size(t.after_bytes, plain),
+            show_delta(t.delta_bytes, plain),
+            t.before_calls,
+            t.after_calls,
+            signed(t.delta_calls),
+            t.grew,
+            t.shrank,
+            t.new,
+            t.gone,
+            t.same
+        )
+    };
+    w().map_err(output_error)
+}
+
+/// Runs `diff` on two parsed profiles and prints text or JSON.
+pub fn run(
+    (a, a_path): (&Profile, &str),
+    (b, b_path): (&Profile, &str),
+    args: &DiffArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let report = diff(a, a_path, b, b_path, args);
+    if json {
+        write_json(out, &report)
+    } else {
+        write_text(&report, args.bytes, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::cmd::testdata::{capture, sample};
+    use crate::parse::parse;
+    use clap::Parser;
+
+    fn args(argv: &[&str]) -> DiffArgs {
+        let mut full = vec!["allocinfo", "diff", "a", "b"];
+        full.extend_from_slice(argv);
+        match Cli::parse_from(full).command {
+            Command::Diff(a) => a,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    fn later() -> Profile {
+        parse(
+            "# snapshot unix_ms:10000\nallocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n\
+             \x20    5242880     1280 mm/slub.c:2450 func:alloc_slab_page \n\
+             \x20     131072       32 mm/page_alloc.c:4800 func:__alloc_pages \n\
+             \x20          0        0 lib/idr.c:12 func:idr_alloc \n\
+             \x20      -8192        0 mm/migrate.c:300 func:migrate_pages \n\
+             \x20       4096      901 kernel/fork.c:77 func:dup_task_struct \n\
+             \x20       2048        1 drivers/x.c:9 [x] func:x_probe \n",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn growth_sorted_with_totals() {
+        let mut a = sample();
+        a.snapshot = Some(crate::profile::SnapshotMeta {
+            unix_ms: 0,
+            source: None,
+        });
+        let b = later();
+        let r = diff(&a, "a", &b, "b", &args(&[]));
+        let order: Vec<_> = r
+            .sites
+            .iter()
+            .map(|d| (d.site.function.as_str(), d.change))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("alloc_slab_page", Change::Grew),
+                ("x_probe", Change::New),
+                ("dup_task_struct", Change::Same),
+                ("ext4_iget", Change::Gone),
+                ("__alloc_pages", Change::Shrank),
+                ("ext4_fill_super", Change::Gone),
+            ]
+        );
+        assert_eq!(r.interval_ms, Some(10000));
+        let t = &r.totals;
+        assert_eq!((t.grew, t.shrank, t.new, t.gone, t.same), (1, 1, 1, 2, 3));
+        assert_eq!(t.delta_bytes, b.total_bytes() - a.total_bytes());
+        assert_eq!(t.delta_calls, 256 - 32 + 1 + 1 - 12);
+        assert_eq!(diff(&a, "a", &b, "b", &args(&["--all"])).sites.len(), 8);
+        assert_eq!(diff(&a, "a", &b, "b", &args(&["-n", "1"])).sites.len(), 1);
+        let r = diff(
+            &a,
+            "a",
+            &b,
+            "b",
+            &args(&["--sort", "calls", "--module", "vmlinux"]),
+        );
+        assert_eq!(r.sites[0].site.function, "alloc_slab_page");
+        assert_eq!(r.totals.new + r.totals.gone, 0);
+    }
+
+    #[test]
+    fn text_and_json() {
+        let (a, b) = (sample(), later());
+        let text = capture(|out| run((&a, "a"), (&b, "b"), &args(&["-n", "1"]), false, out));
+        assert_eq!(
+            text,
+            "before: a\n\
+             after:  b (1970-01-01T00:00:10.000Z)\n\
+             \x20      DELTA       BEFORE        AFTER DELTA_CALLS  SITE\n\
+             \x20   +1.0 MiB      4.0 MiB      5.0 MiB        +256  mm/slub.c:2450 func:alloc_slab_page\n\
+             total: 5.3 MiB -> 5.1 MiB (-142.0 KiB), calls 2000 -> 2214 (+214); \
+             1 grew, 1 shrank, 1 new, 2 gone, 3 same\n"
+        );
+        let json = capture(|out| run((&a, "a"), (&b, "b"), &args(&[]), true, out));
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["totals"]["new"], 1);
+        assert_eq!(v["sites"][0]["file"], "mm/slub.c");
+        assert_eq!(v["sites"][0]["change"], "grew");
+    }
+}

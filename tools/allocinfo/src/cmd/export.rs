@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0
+//! `allocinfo export`: Prometheus text (0.0.4) or OpenMetrics 1.0 exposition of every site.
+//!
+//! Series are keyed by `file`, `line`, `function` and `module` (empty for built-in code). Rows with
+//! the same tag text are summed first: duplicate series would make a scraper reject the whole file.
+//! No sample carries a timestamp, which the node_exporter textfile collector does not accept.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::cli::{ExportArgs, ExportFormat};
+use crate::cmd::{output_error, write_atomically};
+use crate::error::{Error, Result};
+use crate::profile::{Profile, Version};
+
+/// One exposed series.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct Sample {
+    pub labels: BTreeMap<&'static str, String>,
+    pub value: i128,
+}
+
+/// One metric family with its metadata.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct Family {
+    pub name: &'static str,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub unit: Option<&'static str>,
+    pub help: &'static str,
+    pub samples: Vec<Sample>,
+}
+
+/// The label names, in the order they are printed.
+const LABELS: [&str; 4] = ["file", "line", "function", "module"];
+
+/// Builds the metric families for the sites of `profile` that pass the filters.
+pub fn families(profile: &Profile, args: &ExportArgs) -> Vec<Family> {
+    let filter = args.filter.to_filter(None);
+    let mut bytes = Vec::new();
+    let mut calls = Vec::new();
+    let mut inaccurate = Vec::new();
+    for (site, t) in profile.by_site() {
+        if !filter.matches_site(site) || args.min_size.is_some_and(|m| t.bytes < i128::from(m)) {
+            continue;
+        }
+        let labels: BTreeMap<&'static str, String> = [
+            ("file", site.file.clone()),
+            ("line", site.line.to_string()),
+            ("function", site.function.clone()),
+            ("module", site.module.clone().unwrap_or_default()),
+        ]
+        .into_iter()
+        .collect();
+        if t.inaccurate {
+            inaccurate.push(Sample {
+                labels: labels.clone(),
+                value: 1,
+            });
+        }
+        calls.push(Sample {
+            labels: labels.clone(),
+            value: i128::try_from(t.calls).unwrap_or(i128::MAX),
+        });
+        bytes.push(Sample {
+            labels,
+            value: t.bytes,
+        });
+    }
+    let mut out = vec![
+        Family {
+            name: "allocinfo_bytes",
+            kind: "gauge",
+            unit: Some("bytes"),
+            help: "Bytes currently allocated from this call site, from /proc/allocinfo.",
+            samples: bytes,
+        },
+        Family {
+            name: "allocinfo_calls",
+            kind: "gauge",
+            unit: None,
+            help: "Live allocations (made and not yet freed) from this call site, from /proc/allocinfo.",
+            samples: calls,
+        },
+    ];
+    // Only version 2.0 reports accuracy, so for 1.0 an empty family would claim too much.
+    if profile.version == Version::V2_0 {
+        out.push(Family {
+            name: "allocinfo_inaccurate",
+            kind: "gauge",
+            unit: None,
+            help: "1 when the kernel marked this site's counters accurate:no (some allocations were not counted).",
+            samples: inaccurate,
+        });
+    }
+    out
+}
+
+/// Escapes a label value: backslash, double quote and line feed (the same in both formats).
+pub fn escape_label(value: &str) -> String {
+    let mut s = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '"' => s.push_str("\\\""),
+            '\n' => s.push_str("\\n"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+/// Escapes HELP text: Prometheus escapes backslash and line feed; OpenMetrics also double quote.
+fn escape_help(text: &str, format: ExportFormat) -> String {
+    match format {
+        ExportFormat::Openmetrics => escape_label(text),
+        ExportFormat::Prometheus => text.replace('\\', "\\\\").replace('\n', "\\n"),
+    }
+}
+
+/// The whole exposition text.
+pub fn render(families: &[Family], format: ExportFormat) -> String {
+    let mut out = String::new();
+    for f in families {
+        let _ = writeln!(out, "# HELP {} {}", f.name, escape_help(f.help, format));
+        let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
+        if let (ExportFormat::Openmetrics, Some(unit)) = (format, f.unit) {
+            let _ = writeln!(out, "# UNIT {} {unit}", f.name);
+        }
+        for s in &f.samples {
+            out.push_str(f.name);
+            out.push('{');
+            for (i, name) in LABELS.iter().enumerate() {
+                let value = s.labels.get(name).map_or("", String::as_str);
+                let sep = if i == 0 { "" } else { "," };
+                let _ = write!(out, "{sep}{name}=\"{}\"", escape_label(value));
+            }
+            let _ = writeln!(out, "}} {}", s.value);
+        }
+    }
+    if format == ExportFormat::Openmetrics {
+        out.push_str("# EOF\n");
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct ExportJson<'a> {
+    format: &'static str,
+    families: &'a [Family],
+}
+
+/// Runs `export`, printing or atomically writing the exposition (or its JSON form).
+pub fn run(profile: &Profile, args: &ExportArgs, json: bool, out: &mut dyn Write) -> Result<()> {
+    let fams = families(profile, args);
+    let text = if json {
+        let doc = ExportJson {
+            format: match args.format {
+                ExportFormat::Prometheus => "prometheus",
+                ExportFormat::Openmetrics => "openmetrics",
+            },
+            families: &fams,
+        };
+        let mut s = serde_json::to_string_pretty(&doc)
+            .map_err(|e| Error::io("writing JSON", std::io::Error::from(e)))?;
+        s.push('\n');
+        s
+    } else {
+        render(&fams, args.format)
+    };
+    match &args.output {
+        Some(path) => write_atomically(path, text.as_bytes()),
+        None => out.write_all(text.as_bytes()).map_err(output_error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::cmd::testdata::{capture, sample};
+    use crate::parse::parse;
+    use clap::Parser;
+
+    fn args(argv: &[&str]) -> ExportArgs {
+        let mut full = vec!["allocinfo", "export"];
+        full.extend_from_slice(argv);
+        match Cli::parse_from(full).command {
+            Command::Export(a) => a,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn prometheus_text() {
+        let p = sample();
+        let text = capture(|out| run(&p, &args(&["--module", "ext4"]), false, out));
+        assert_eq!(
+            text,
+            "# HELP allocinfo_bytes Bytes currently allocated from this call site, from /proc/allocinfo.\n\
+             # TYPE allocinfo_bytes gauge\n\
+             allocinfo_bytes{file=\"fs/ext4/inode.c\",line=\"55\",function=\"ext4_iget\",module=\"ext4\"} 16384\n\
+             allocinfo_bytes{file=\"fs/ext4/super.c\",line=\"100\",function=\"ext4_fill_super\",module=\"ext4\"} 1048576\n\
+             # HELP allocinfo_calls Live allocations (made and not yet freed) from this call site, from /proc/allocinfo.\n\
+             # TYPE allocinfo_calls gauge\n\
+             allocinfo_calls{file=\"fs/ext4/inode.c\",line=\"55\",function=\"ext4_iget\",module=\"ext4\"} 4\n\
+             allocinfo_calls{file=\"fs/ext4/super.c\",line=\"100\",function=\"ext4_fill_super\",module=\"ext4\"} 8\n"
+        );
+    }
+
+    #[test]
+    fn openmetrics_unit_eof_and_inaccurate() {
+        let p = parse(
+            "allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n\
+             \x20         64        1 a.c:1 func:f accurate:no \n\
+             \x20         64        1 a.c:1 func:f \n\
+             \x20         -8        0 b.c:2 func:g \n",
+        )
+        .unwrap();
+        let fams = families(&p, &args(&[]));
+        assert_eq!(fams.len(), 3);
+        assert_eq!(fams[0].samples[0].value, 128, "duplicate rows are summed");
+        assert_eq!(fams[2].samples.len(), 1);
+        let text = render(&fams, ExportFormat::Openmetrics);
+        assert!(text.contains("# TYPE allocinfo_bytes gauge\n# UNIT allocinfo_bytes bytes\n"));
+        assert!(text
+            .contains("allocinfo_bytes{file=\"b.c\",line=\"2\",function=\"g\",module=\"\"} -8\n"));
+        assert!(text.contains(
+            "allocinfo_inaccurate{file=\"a.c\",line=\"1\",function=\"f\",module=\"\"} 1\n"
+        ));
+        assert!(text.ends_with("} 1\n# EOF\n"));
+        assert_eq!(
+            families(&p, &args(&["--min-size", "100"]))[0].samples.len(),
+            1
+        );
+    }
+
+    #[test]
+    fn escaping() {
+        assert_eq!(escape_label(r#"a\b"c"#), r#"a\\b\"c"#);
+        assert_eq!(escape_label("x\ny"), "x\\ny");
+        assert_eq!(
+            escape_help("a\\b\n\"", ExportFormat::Prometheus),
+            "a\\\\b\\n\""
+        );
+        assert_eq!(escape_help("\"", ExportFormat::Openmetrics), "\\\"");
+    }
+
+    #[test]
+    fn json_form() {
+        let json = capture(|out| run(&sample(), &args(&[]), true, out));
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["families"][0]["name"], "allocinfo_bytes");
+        assert_eq!(
+            v["families"][0]["samples"].as_array().map(Vec::len),
+            Some(7)
+        );
+        assert_eq!(v["families"][1]["samples"][0]["labels"]["module"], "ext4");
+        assert_eq!(v["families"][1]["samples"][2]["labels"]["module"], "");
+    }
+}

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0
+//! One module per subcommand, plus the output helpers they share.
+
+pub mod diff;
+pub mod export;
+pub mod snapshot;
+pub mod top;
+pub mod tree;
+pub mod watch;
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::size::{iec, iec_delta, signed};
+
+/// Writes `value` as pretty JSON followed by a newline.
+pub fn write_json(out: &mut dyn Write, value: &impl Serialize) -> Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)
+        .map_err(|e| Error::io("writing JSON", io::Error::from(e)))?;
+    writeln!(out).map_err(output_error)
+}
+
+/// Context for a failed write to standard output.
+pub fn output_error(e: io::Error) -> Error {
+    Error::io("writing output", e)
+}
+
+/// A byte count as the user asked to see it: IEC by default, plain with `--bytes`.
+pub fn show_size(bytes: i128, plain: bool) -> String {
+    if plain {
+        bytes.to_string()
+    } else {
+        iec(bytes)
+    }
+}
+
+/// A signed byte delta as the user asked to see it.
+pub fn show_delta(bytes: i128, plain: bool) -> String {
+    if plain {
+        signed(bytes)
+    } else {
+        iec_delta(bytes)
+    }
+}
+
+/// Replaces `path` with `data` so that readers (a textfile collector, a later diff) never see a
+/// half-written file: write a temporary file beside it, sync, then rename over.
+pub fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::Usage(format!("output path {} names no file", path.display())))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let result = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(data)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    result.map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        Error::io(format!("cannot write {}", path.display()), e)
+    })
+}
+
+#[cfg(test)]
+pub mod testdata {
+    //! Small profiles for the command tests.
+
+    use crate::parse::parse;
+    use crate::profile::Profile;
+
+    pub const SAMPLE: &str = "allocinfo - version: 1.0
+#     <size>  <calls> <tag info>
+     4194304     1024 mm/slub.c:2450 func:alloc_slab_page 
+      262144       64 mm/page_alloc.c:4800 func:__alloc_pages 
+     1048576        8 fs/ext4/super.c:100 [ext4] func:ext4_fill_super 
+       16384        4 fs/ext4/inode.c:55 [ext4] func:ext4_iget 
+           0        0 lib/idr.c:12 func:idr_alloc 
+       -8192        0 mm/migrate.c:300 func:migrate_pages 
+        4096      900 kernel/fork.c:77 func:dup_task_struct 
+";
+
+    /// [`SAMPLE`] parsed.
+    pub fn sample() -> Profile {
+        match parse(SAMPLE) {
+            Ok(p) => p,
+            Err(e) => panic!("bad test data: {e}"),
+        }
+    }
+
+    /// Output captured from a closure writing to a buffer.
+    pub fn capture(f: impl FnOnce(&mut Vec<u8>) -> crate::error::Result<()>) -> String {
+        let mut buf = Vec::new();
+        if let Err(e) = f(&mut buf) {
+            panic!("command failed: {e}");
+        }
+        match String::from_utf8(buf) {
+            Ok(s) => s,
+            Err(e) => panic!("output is not UTF-8: {e}"),
+        }
+    }
+}

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0
+//! `allocinfo tree`: memory summed by source path prefix, or by module and then path prefix.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::cli::{SortKey, TreeArgs, TreeBy};
+use crate::cmd::{output_error, show_size, write_json};
+use crate::error::Result;
+use crate::profile::{Profile, Row};
+
+/// One group: a path prefix (`mm/`, `mm/slub.c`) or a module, with its sub-groups.
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+pub struct Node {
+    pub name: String,
+    pub bytes: i128,
+    pub calls: u128,
+    /// Rows summed into this group.
+    pub sites: usize,
+    pub children: Vec<Node>,
+}
+
+/// What `tree` found; the JSON output is this structure.
+#[derive(Debug, Serialize)]
+pub struct TreeReport {
+    pub by: &'static str,
+    pub depth: usize,
+    pub root: Node,
+}
+
+#[derive(Default)]
+struct Group {
+    bytes: i128,
+    calls: u128,
+    sites: usize,
+    children: BTreeMap<String, Group>,
+}
+
+impl Group {
+    fn add(&mut self, row: &Row) {
+        self.bytes += i128::from(row.bytes);
+        self.calls += u128::from(row.calls);
+        self.sites += 1;
+    }
+
+    fn into_node(self, name: String, sort: SortKey, min_size: Option<i64>) -> Node {
+        let mut children: Vec<Node> = self
+            .children
+            .into_iter()
+            .filter(|(_, g)| min_size.is_none_or(|m| g.bytes >= i128::from(m)))
+            .map(|(n, g)| g.into_node(n, sort, min_size))
+            .collect();
+        children.sort_by(|a, b| {
+            let primary = match sort {
+                SortKey::Size => b.bytes.cmp(&a.bytes),
+                SortKey::Calls => b.calls.cmp(&a.calls).then(b.bytes.cmp(&a.bytes)),
+            };
+            primary.then_with(|| a.name.cmp(&b.name))
+        });
+        Node {
+            name,
+            bytes: self.bytes,
+            calls: self.calls,
+            sites: self.sites,
+            children,
+        }
+    }
+}
+
+/// The group names a row falls into, outermost first.
+fn group_keys(row: &Row, by: TreeBy, depth: usize) -> Vec<String> {
+    let mut keys = Vec::with_capacity(depth + 1);
+    if by == TreeBy::Module {
+        keys.push(row.site.module_or_vmlinux().to_string());
+    }
+    let parts: Vec<&str> = row.site.file.split('/').collect();
+    for k in 1..=depth.min(parts.len()) {
+        let mut prefix = parts[..k].join("/");
+        if k < parts.len() {
+            prefix.push('/');
+        }
+        keys.push(prefix);
+    }
+    keys
+}
+
+/// Builds the report for `args` over `profile`.
+pub fn tree(profile: &Profile, args: &TreeArgs) -> TreeReport {
+    let depth = args.depth.unwrap_or(match args.by {
+        TreeBy::Path => 2,
+        TreeBy::Module => 0,
+    });
+    let filter = args.filter.to_filter(None);
+    let mut root = Group::default();
+    for row in profile.rows.iter().filter(|r| filter.matches_site(&r.site)) {
+        root.add(row);
+        let mut group = &mut root;
+        for key in group_keys(row, args.by, depth) {
+            group = group.children.entry(key).or_default();
+            group.add(row);
+        }
+    }
+    TreeReport {
+        by: match args.by {
+            TreeBy::Path => "path",
+            TreeBy::Module => "module",
+        },
+        depth,
+        root: root.into_node("(all)".to_string(), args.sort, args.min_size),
+    }
+}
+
+fn write_node(node: &Node, level: usize, plain: bool, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:>12} {:>10} {:>6}  {:indent$}{}",
+        show_size(node.bytes, plain),
+        node.calls,
+        node.sites,
+        "",
+        node.name,
+        indent = 2 * level
+    )?;
+    for child in &node.children {
+        write_node(child, level + 1, plain, out)?;
+    }
+    Ok(())
+}
+
+/// Runs `tree` and prints an indented table or JSON.
+pub fn run(profile: &Profile, args: &TreeArgs, json: bool, out: &mut dyn Write) -> Result<()> {
+    let report = tree(profile, args);
+    if json {
+        return write_json(out, &report);
+    }
+    let heading = if args.by == TreeBy::Module {
+        "MODULE"
+    } else {
+        "PATH"
+    };
+    writeln!(
+        out,
+        "{:>12} {:>10} {:>6}  {heading}",
+        "SIZE", "CALLS", "SITES"
+    )
+    .and_then(|()| write_node(&report.root, 0, args.bytes, out))
+    .map_err(output_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::cmd::testdata::{capture, sample};
+    use clap::Parser;
+
+    fn args(argv: &[&str]) -> TreeArgs {
+        let mut full = vec!["allocinfo", "tree"];
+        full.extend_from_slice(argv);
+        match Cli::parse_from(full).command {
+            Command::Tree(a) => a,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    fn names(n: &Node) -> Vec<&str> {
+        n.children.iter().map(|c| c.name.as_str()).collect()
+    }
+
+    #[test]
+    fn by_path() {
+        let r = tree(&sample(), &args(&[]));
+        assert_eq!(r.depth, 2);
+        assert_eq!(r.root.sites, 7);
+        assert_eq!(names(&r.root), ["mm/", "fs/", "kernel/", "lib/"]);
+        let mm = &r.root.children[0];
+        assert_eq!(mm.bytes, 4_194_304 + 262_144 - 8192);
+        assert_eq!(names(mm), ["mm/slub.c", "mm/page_alloc.c", "mm/migrate.c"]);
+        assert_eq!(names(&r.root.children[1]), ["fs/ext4/"]);
+        let r = tree(&sample(), &args(&["--depth", "3", "--file", "ext4"]));
+        assert_eq!(
+            names(&r.root.children[0].children[0]),
+            ["fs/ext4/super.c", "fs/ext4/inode.c"]
+        );
+    }
+
+    #[test]
+    fn by_module_and_min_size() {
+        let r = tree(&sample(), &args(&["--by", "module", "--min-size", "1M"]));
+        assert_eq!(names(&r.root), ["vmlinux", "ext4"]);
+        assert!(r.root.children[0].children.is_empty());
+        let r = tree(
+            &sample(),
+            &args(&["--by", "module", "-d", "1", "--sort", "calls"]),
+        );
+        assert_eq!(names(&r.root.children[0]), ["mm/", "kernel/", "lib/"]);
+    }
+
+    #[test]
+    fn text_and_json() {
+        let p = sample();
+        let text = capture(|out| run(&p, &args(&["--by", "module"]), false, out));
+        assert_eq!(
+            text,
+            "        SIZE      CALLS  SITES  MODULE\n\
+             \x20    5.3 MiB       2000      7  (all)\n\
+             \x20    4.2 MiB       1988      5    vmlinux\n\
+             \x20    1.0 MiB         12      2    ext4\n"
+        );
+        let json = capture(|out| run(&p, &args(&[]), true, out));
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["root"]["children"][0]["name"], "mm/");
+    }
+}

@@ -1,0 +1,478 @@
+// SPDX-License-Identifier: GPL-2.0
+//! `allocinfo watch`: samples at an interval and flags sites that grew in every interval.
+//!
+//! A site is a leak suspect when its bytes rose strictly between every pair of consecutive samples
+//! since the watch began; one rise proves nothing, so at least [`MIN_INTERVALS`] are needed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::cli::WatchArgs;
+use crate::cmd::{output_error, show_delta, show_size};
+use crate::error::{Error, Result};
+use crate::filter::Filter;
+use crate::profile::{Profile, Site, SiteTotals};
+use crate::timestamp::utc_rfc3339;
+
+/// Fewest intervals (samples minus one) before any site is called a suspect.
+pub const MIN_INTERVALS: usize = 2;
+
+/// One site's growth over the last interval.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct Growth {
+    #[serde(flatten)]
+    pub site: Site,
+    pub bytes: i128,
+    pub delta_bytes: i128,
+}
+
+/// What one sample showed; each is one JSON line with `--json`.
+#[derive(Debug, Serialize)]
+pub struct SampleReport {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub sample: usize,
+    pub count: Option<u64>,
+    pub unix_ms: i64,
+    pub time: String,
+    pub sites: usize,
+    pub total_bytes: i128,
+    /// None for the first sample.
+    pub delta_bytes: Option<i128>,
+    /// Sites whose bytes rose since the previous sample.
+    pub grew: usize,
+    /// Sites that rose in every interval so far (only once there are enough intervals).
+    pub suspects: usize,
+    pub top: Vec<Growth>,
+}
+
+/// A site that grew in every interval.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct Suspect {
+    #[serde(flatten)]
+    pub site: Site,
+    pub first_bytes: i128,
+    pub last_bytes: i128,
+    pub growth_bytes: i128,
+    pub bytes_per_second: Option<f64>,
+}
+
+/// The verdict at the end of a watch; the last JSON line with `--json`.
+#[derive(Debug, Serialize)]
+pub struct WatchSummary {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub samples: usize,
+    pub intervals: usize,
+    pub duration_ms: i64,
+    /// False when there were too few intervals to judge.
+    pub judged: bool,
+    pub suspects: Vec<Suspect>,
+}
+
+type SiteMap = BTreeMap<Site, SiteTotals>;
+
+/// Follows per-site counters across samples.
+pub struct LeakTracker {
+    filter: Filter,
+    top_n: usize,
+    first: Option<(i64, SiteMap)>,
+    last: Option<(i64, SiteMap)>,
+    /// Sites that rose in every interval so far.
+    rising: BTreeSet<Site>,
+    samples: usize,
+}
+
+impl LeakTracker {
+    /// A tracker looking at sites that pass `filter`, listing `top_n` growers per sample.
+    pub fn new(filter: Filter, top_n: usize) -> Self {
+        LeakTracker {
+            filter,
+            top_n,
+            first: None,
+            last: None,
+            rising: BTreeSet::new(),
+            samples: 0,
+        }
+    }
+
+    fn intervals(&self) -> usize {
+        self.samples.saturating_sub(1)
+    }
+
+    /// Takes in one sample read at `unix_ms`.
+    pub fn observe(&mut self, profile: &Profile, unix_ms: i64, count: Option<u64>) -> SampleReport {
+        let current: SiteMap = profile
+            .by_site()
+            .into_iter()
+            .filter(|(s, _)| self.filter.matches_site(s))
+            .map(|(s, t)| (s.clone(), t))
+            .collect();
+        self.samples += 1;
+        let total_bytes = current.values().map(|t| t.bytes).sum();
+        let mut top = Vec::new();
+        let mut delta_bytes = None;
+        match &self.last {
+            None => self.rising = current.keys().cloned().collect(),
+            Some((_, prev)) => {
+                let prev_total: i128 = prev.values().map(|t| t.bytes).sum();
+                delta_bytes = Some(total_bytes - prev_total);
+                for (site, now) in &current {
+                    let before = prev.get(site).map_or(0, |t| t.bytes);
+                    if now.bytes > before {
+                        top.push(Growth {
+                            site: site.clone(),
+                            bytes: now.bytes,
+                            delta_bytes: now.bytes - before,
+                        });
+                    }
+                }
+                self.rising.retain(|s| {
+                    let grew = current
+                        .get(s)
+                        .zip(prev.get(s))
+                        .is_some_and(|(now, before)| now.bytes > before.bytes);
+                    grew
+                });
+            }
+        }
+        let grew = top.len();
+        top.sort_by(|a, b| {
+            b.delta_bytes
+                .cmp(&a.delta_bytes)
+                .then_with(|| a.site.cmp(&b.site))
+        });
+        top.truncate(self.top_n);
+        let report = SampleReport {
+            kind: "sample",
+            sample: self.samples,
+            count,
+            unix_ms,
+            time: utc_rfc3339(unix_ms),
+            sites: current.len(),
+            total_bytes,
+            delta_bytes,
+            grew,
+            suspects: if self.intervals() >= MIN_INTERVALS {
+                self.rising.len()
+            } else {
+                0
+            },
+            top,
+        };
+        if self.first.is_none() {
+            self.first = Some((unix_ms, current.clone()));
+        }
+        self.last = Some((unix_ms, current));
+        report
+    }
+
+    /// The suspects so far, largest growth first.
+    pub fn summary(&self) -> WatchSummary {
+        let judged = self.intervals() >= MIN_INTERVALS;
+        let mut suspects = Vec::new();
+        let mut duration_ms = 0;
+        if let (Some((t0, first)), Some((t1, last))) = (&self.first, &self.last) {
+            duration_ms = t1 - t0;
+            if judged {
+                for site in &self.rising {
+                    let (Some(a), Some(b)) = (first.get(site), last.get(site)) else {
+                        continue;
+                    };
+                    let growth = b.bytes - a.bytes;
+                    suspects.push(Suspect {
+                        site: site.clone(),
+                        first_bytes: a.bytes,
+                        last_bytes: b.bytes,
+                        growth_bytes: growth,
+                        bytes_per_second: (duration_ms > 0)
+                            .then(|| growth as f64 * 1000.0 / duration_ms as f64),
+                    });
+                }
+            }
+        }
+        suspects.sort_by(|a, b| {
+            b.growth_bytes
+                .cmp(&a.growth_bytes)
+                .then_with(|| a.site.cmp(&b.site))
+        });
+        WatchSummary {
+            kind: "summary",
+            samples: self.samples,
+            intervals: self.intervals(),
+            duration_ms,
+            judged,
+            suspects,
+        }
+    }
+}
+
+fn write_sample(r: &SampleReport, plain: bool, out: &mut dyn Write) -> std::io::Result<()> {
+    let of = r.count.map_or(String::new(), |c| format!("/{c}"));
+    write!(
+        out,
+        "sample {}{of} {}: {} at {} sites",
+        r.sample,
+        r.time,
+        show_size(r.total_bytes, plain),
+        r.sites
+    )?;
+    match r.delta_bytes {
+        None => writeln!(out, " (baseline)")?,
+        Some(d) => writeln!(
+            out,
+            " ({}), {} grew, {} grew in every interval",
+            show_delta(d, plain),
+            r.grew,
+            r.suspects
+        )?,
+    }
+    for g in &r.top {
+        writeln!(
+            out,
+            "  {:>12}  {}",
+            show_delta(g.delta_bytes, plain),
+            g.site.tag_text()
+        )?;
+    }
+    Ok(())
+}
+
+fn write_summary(s: &WatchSummary, plain: bool, out: &mut dyn Write) -> std::io::Result<()> {
+    if !s.judged {
+        return writeln!(
+            out,
+            "leak suspects: not judged, {} samples taken and at least {} are needed",
+            s.samples,
+            MIN_INTERVALS + 1
+        );
+    }
+    let secs = s.duration_ms as f64 / 1000.0;
+    if s.suspects.is_empty() {
+        return writeln!(
+            out,
+            "leak suspects: none (no site grew in all {} intervals over {secs:.1} s)",
+            s.intervals
+        );
+    }
+    writeln!(
+        out,
+        "leak suspects: {} sites grew in all {} intervals over {secs:.1} s",
+        s.suspects.len(),
+        s.intervals
+    )?;
+    for x in &s.suspects {
+        let rate = x.bytes_per_second.map_or(String::new(), |r| {
+            // Rates are shown with the same units as sizes; sub-byte precision is noise.
+            format!("{}/s", show_delta(r.round() as i128, plain))
+        });
+        writeln!(
+            out,
+            "  {:>12} {:>14}  {}",
+            show_delta(x.growth_bytes, plain),
+            rate,
+            x.site.tag_text()
+        )?;
+    }
+    Ok(())
+}
+
+fn write_line(out: &mut dyn Write, value: &impl Serialize) -> Result<()> {
+    serde_json::to_writer(&mut *out, value)
+        .map_err(|e| Error::io("writing JSON", std::io::Error::from(e)))?;
+    writeln!(out).map_err(output_error)
+}
+
+/// The watch loop with its inputs injected: `sample` reads a profile, `clock` gives wall time in
+/// ms, `pace(k)` waits until sample `k` (0-based) is due.
+pub fn watch(
+    sample: &mut dyn FnMut() -> Result<Profile>,
+    clock: &mut dyn FnMut() -> i64,
+    pace: &mut dyn FnMut(u64),
+    args: &WatchArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut tracker = LeakTracker::new(args.filter.to_filter(None), args.lines);
+    let mut k = 0u64;
+    while args.count.is_none_or(|c| k < c) {
+        pace(k);
+        let profile = sample()?;
+        let report = tracker.observe(&profile, clock(), args.count);
+        if json {
+            write_line(out, &report)?;
+        } else {
+            write_sample(&report, args.bytes, out).map_err(output_error)?;
+        }
+        // Someone may be tailing a pipe: each sample must show up when it is taken.
+        out.flush().map_err(output_error)?;
+        k += 1;
+    }
+    let summary = tracker.summary();
+    if json {
+        write_line(out, &summary)
+    } else {
+        write_summary(&summary, args.bytes, out).map_err(output_error)
+    }
+}
+
+/// Runs `watch` against the real clock, sleeping between samples.
+pub fn run(
+    sample: &mut dyn FnMut() -> Result<Profile>,
+    args: &WatchArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let start = Instant::now();
+    let interval = Duration::from_secs_f64(args.interval);
+    // Sample k is due at start + k * interval, so slow reads do not make the schedule drift.
+    let mut pace = |k: u64| {
+        let due = interval.saturating_mul(u32::try_from(k).unwrap_or(u32::MAX));
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            thread::sleep(wait);
+        }
+    };
+    watch(
+        sample,
+        &mut crate::timestamp::now_unix_ms,
+        &mut pace,
+        args,
+        json,
+        out,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::cmd::testdata::capture;
+    use crate::parse::parse;
+    use clap::Parser;
+
+    fn args(argv: &[&str]) -> WatchArgs {
+        let mut full = vec!["allocinfo", "watch"];
+        full.extend_from_slice(argv);
+        match Cli::parse_from(full).command {
+            Command::Watch(a) => a,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    /// A profile where the leaky site holds `leak` bytes and the noisy one `noise`.
+    fn profile(leak: i64, noise: i64) -> Profile {
+        parse(&format!(
+            "allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n\
+             {leak:12} {:8} drivers/leak.c:10 [leaky] func:leak_alloc \n\
+             {noise:12} {:8} mm/slub.c:2450 func:alloc_slab_page \n\
+             {:12} {:8} lib/idr.c:12 func:idr_alloc \n",
+            leak / 64,
+            noise / 4096,
+            4096,
+            1
+        ))
+        .unwrap()
+    }
+
+    fn run_samples(samples: Vec<Profile>, argv: &[&str], json: bool) -> String {
+        let mut it = samples.into_iter();
+        let mut sample = move || {
+            it.next()
+                .ok_or_else(|| Error::Usage("out of samples".into()))
+        };
+        let mut t = 0;
+        let mut clock = move || {
+            t += 1000;
+            t
+        };
+        let mut paced = Vec::new();
+        let out = capture(|out| {
+            watch(
+                &mut sample,
+                &mut clock,
+                &mut |k| paced.push(k),
+                &args(argv),
+                json,
+                out,
+            )
+        });
+        assert_eq!(paced, (0..paced.len() as u64).collect::<Vec<_>>());
+        out
+    }
+
+    #[test]
+    fn flags_only_steady_growth() {
+        let mut tracker = LeakTracker::new(Filter::default(), 5);
+        let seq = [(64, 8192), (128, 16384), (192, 8192), (256, 12288)];
+        for (i, (leak, noise)) in seq.iter().enumerate() {
+            let r = tracker.observe(&profile(*leak, *noise), i as i64 * 1000, Some(4));
+            if i == 1 {
+                assert_eq!((r.grew, r.suspects), (2, 0));
+            }
+        }
+        let s = tracker.summary();
+        assert!(s.judged);
+        assert_eq!(s.intervals, 3);
+        assert_eq!(s.suspects.len(), 1);
+        assert_eq!(s.suspects[0].site.function, "leak_alloc");
+        assert_eq!(s.suspects[0].growth_bytes, 192);
+        assert_eq!(s.suspects[0].bytes_per_second, Some(64.0));
+    }
+
+    #[test]
+    fn terminates_after_count_with_text_summary() {
+        let samples = (1..=3).map(|i| profile(64 * i, 8192 * i)).collect();
+        let text = run_samples(samples, &["--count", "3", "-n", "1"], false);
+        assert_eq!(
+            text,
+            "sample 1/3 1970-01-01T00:00:01.000Z: 12.1 KiB at 3 sites (baseline)\n\
+             sample 2/3 1970-01-01T00:00:02.000Z: 20.1 KiB at 3 sites (+8.1 KiB), 2 grew, 0 grew in every interval\n\
+             \x20     +8.0 KiB  mm/slub.c:2450 func:alloc_slab_page\n\
+             sample 3/3 1970-01-01T00:00:03.000Z: 28.2 KiB at 3 sites (+8.1 KiB), 2 grew, 2 grew in every interval\n\
+             \x20     +8.0 KiB  mm/slub.c:2450 func:alloc_slab_page\n\
+             leak suspects: 2 sites grew in all 2 intervals over 2.0 s\n\
+             \x20    +16.0 KiB     +8.0 KiB/s  mm/slub.c:2450 func:alloc_slab_page\n\
+             \x20       +128 B        +64 B/s  drivers/leak.c:10 [leaky] func:leak_alloc\n"
+        );
+    }
+
+    #[test]
+    fn too_few_samples_and_json_lines() {
+        let samples = vec![profile(64, 8192), profile(128, 8192)];
+        let text = run_samples(
+            samples.clone(),
+            &["--count", "2", "--module", "leaky"],
+            false,
+        );
+        assert!(text
+            .ends_with("leak suspects: not judged, 2 samples taken and at least 3 are needed\n"));
+        let json = run_samples(samples, &["--count", "2"], true);
+        let lines: Vec<serde_json::Value> = json
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0]["type"], "sample");
+        assert_eq!(lines[1]["delta_bytes"], 64);
+        assert_eq!(lines[2]["type"], "summary");
+        assert_eq!(lines[2]["judged"], false);
+    }
+
+    #[test]
+    fn read_errors_stop_the_watch() {
+        let mut sample = || Err(Error::Usage("boom".into()));
+        let r = watch(
+            &mut sample,
+            &mut || 0,
+            &mut |_| {},
+            &args(&["--count", "2"]),
+            false,
+            &mut Vec::new(),
+        );
+        assert!(r.is_err());
+    }
+}

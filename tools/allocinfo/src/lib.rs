@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Reading, diffing, watching and exporting Linux memory allocation profiles (/proc/allocinfo).
+
+pub mod cli;
+pub mod cmd;
+pub mod error;
+pub mod filter;
+pub mod parse;
+pub mod profile;
+pub mod render;
+pub mod size;
+pub mod source;
+pub mod timestamp;
+
+use std::io::Write;
+
+use cli::{Cli, Command};
+use error::{Error, Result};
+use source::Source;
+
+/// Runs one parsed command line, writing its report to `out`.
+pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
+    let source = Source::new(cli.input.as_deref());
+    match &cli.command {
+        Command::Top(args) => {
+            cmd::top::run(&source.read()?, &source.display(), args, cli.json, out)
+        }
+        Command::Tree(args) => cmd::tree::run(&source.read()?, args, cli.json, out),
+        Command::Snapshot(args) => {
+            let now = timestamp::now_unix_ms();
+            let profile = source.read()?;
+            let name = source.display();
+            let recorded = (name != "<stdin>").then_some(name.as_str());
+            cmd::snapshot::run(profile, recorded, now, args, cli.json, out)
+        }
+        Command::Diff(args) => {
+            if cli.input.is_some() {
+                return Err(Error::Usage(
+                    "diff reads the two files given as A and B; --input does not apply".into(),
+                ));
+            }
+            let a = Source::new(Some(&args.before));
+            let b = Source::new(Some(&args.after));
+            let (pa, pb) = (a.read()?, b.read()?);
+            cmd::diff::run(
+                (&pa, &a.display()),
+                (&pb, &b.display()),
+                args,
+                cli.json,
+                out,
+            )
+        }
+        Command::Watch(args) => cmd::watch::run(&mut || source.read(), args, cli.json, out),
+        Command::Export(args) => cmd::export::run(&source.read()?, args, cli.json, out),
+    }
+}

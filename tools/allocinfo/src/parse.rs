@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: GPL-2.0
+//! A strict parser for /proc/allocinfo text (versions 1.0 and 2.0) and for snapshot files.
+//!
+//! Rows are printed by the kernel as `%12lli %8llu <tag info> \n`: a field wider than its width pushes
+//! the rest of the line right instead of being cut, so the parser reads whitespace-separated tokens but
+//! checks that the padding is exactly what printf would have produced.
+
+use std::fmt;
+
+use crate::profile::{Profile, Row, Site, SnapshotMeta, Version};
+
+/// The first line of a snapshot file, before the allocinfo header.
+pub const SNAPSHOT_PREFIX: &str = "# snapshot ";
+/// The second header line, byte for byte.
+pub const COLUMNS_HEADER: &str = "#     <size>  <calls> <tag info>";
+const VERSION_PREFIX: &str = "allocinfo - version: ";
+const SIZE_WIDTH: usize = 12;
+const CALLS_WIDTH: usize = 8;
+
+/// Malformed input, with the 1-based line it was found on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+fn err<T>(line: usize, message: impl Into<String>) -> Result<T, ParseError> {
+    Err(ParseError {
+        line,
+        message: message.into(),
+    })
+}
+
+/// Parses raw bytes, reporting invalid UTF-8 at the line where it occurs.
+pub fn parse_bytes(data: &[u8]) -> Result<Profile, ParseError> {
+    match std::str::from_utf8(data) {
+        Ok(text) => parse(text),
+        Err(e) => {
+            let line = 1 + data[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            err(line, "invalid UTF-8")
+        }
+    }
+}
+
+/// Parses a whole /proc/allocinfo file or snapshot file.
+pub fn parse(text: &str) -> Result<Profile, ParseError> {
+    // A missing final newline is tolerated: it loses no data, unlike a malformed row.
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    if body.is_empty() {
+        return err(1, format!("empty input, expected '{VERSION_PREFIX}1.0'"));
+    }
+    let mut lines = body.split('\n').enumerate().map(|(i, l)| (i + 1, l));
+
+    let (mut n, mut line) = next_line(&mut lines, 1)?;
+    let mut snapshot = None;
+    if let Some(rest) = line.strip_prefix(SNAPSHOT_PREFIX) {
+        snapshot = Some(parse_snapshot_meta(n, rest)?);
+        (n, line) = next_line(&mut lines, n + 1)?;
+    }
+    let version = parse_version(n, line)?;
+
+    let (n, line) = next_line(&mut lines, n + 1)?;
+    if line != COLUMNS_HEADER {
+        return err(n, format!("expected column header '{COLUMNS_HEADER}'"));
+    }
+
+    let mut rows = Vec::new();
+    for (n, line) in lines {
+        rows.push(parse_row(line, version).map_err(|message| ParseError { line: n, message })?);
+    }
+    Ok(Profile {
+        version,
+        snapshot,
+        rows,
+    })
+}
+
+fn next_line<'a>(
+    lines: &mut impl Iterator<Item = (usize, &'a str)>,
+    expected: usize,
+) -> Result<(usize, &'a str), ParseError> {
+    match lines.next() {
+        Some(l) => Ok(l),
+        None => err(expected, "unexpected end of input inside the header"),
+    }
+}
+
+fn parse_version(n: usize, line: &str) -> Result<Version, ParseError> {
+    let Some(v) = line.strip_prefix(VERSION_PREFIX) else {
+        return err(n, format!("expected '{VERSION_PREFIX}1.0' or '2.0'"));
+    };
+    match v {
+        "1.0" => Ok(Version::V1_0),
+        "2.0" => Ok(Version::V2_0),
+        other => err(
+            n,
+            format!("unsupported version '{other}' (this tool reads 1.0 and 2.0)"),
+        ),
+    }
+}
+
+fn parse_snapshot_meta(n: usize, rest: &str) -> Result<SnapshotMeta, ParseError> {
+    let mut unix_ms = None;
+    let mut source = None;
+    for token in rest.split(' ') {
+        let Some((key, value)) = token.split_once(':') else {
+            return err(n, format!("snapshot field '{token}' is not key:value"));
+        };
+        match key {
+            "unix_ms" => match value.parse::<i64>() {
+                Ok(v) => unix_ms = Some(v),
+                Err(_) => return err(n, format!("snapshot unix_ms '{value}' is not an integer")),
+            },
+            "source" => source = Some(value.to_string()),
+            // `time` repeats unix_ms for people; unknown keys are left for later versions.
+            _ => {}
+        }
+    }
+    match unix_ms {
+        Some(unix_ms) => Ok(SnapshotMeta { unix_ms, source }),
+        None => err(n, "snapshot line lacks unix_ms:<milliseconds>"),
+    }
+}
+
+/// Splits off a right-aligned numeric field of at least `width` columns followed by one space.
+fn split_field<'a>(s: &'a str, width: usize, what: &str) -> Result<(&'a str, &'a str), String> {
+    let pad = s.len() - s.trim_start_matches(' ').len();
+    let digits_end = s[pad..]
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .map_or(s.len(), |i| pad + i);
+    let token = &s[pad..digits_end];
+    if token.is_empty() {
+        return Err(format!("expected {what} at column {}", pad + 1));
+    }
+    if digits_end < width {
+        return Err(format!(
+            "{what} '{token}' is not right-aligned in {width} columns"
+        ));
+    }
+    if digits_end > width && pad > 0 {
+        return Err(format!("{what} '{token}' is padded past {width} columns"));
+    }
+    match s[digits_end..].strip_prefix(' ') {
+        Some(rest) => Ok((token, rest)),
+        None => Err(format!("expected a space after {what} '{token}'")),
+    }
+}
+
+/// Rejects what printf's %lli/%llu never print: leading zeros, `-0`, a lone `-`.
+fn check_integer(token: &str, signed: bool, what: &str) -> Result<(), String> {
+    let digits = match token.strip_prefix('-') {
+        Some(d) if signed => d,
+        Some(_) => return Err(format!("{what} '{token}' must not be negative")),
+        None => token,
+    };
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+        && !(token.starts_with('-') && digits == "0");
+    if canonical {
+        Ok(())
+    } else {
+        Err(format!("{what} '{token}' is not a decimal integer"))
+    }
+}
+
+fn parse_row(line: &str, version: Version) -> Result<Row, String> {
+    let (size_tok, rest) = split_field(line, SIZE_WIDTH, "size")?;
+    check_integer(size_tok, true, "size")?;
+    let bytes = size_tok
+        .parse::<i64>()
+        .map_err(|e| format!("size '{size_tok}': {e}"))?;
+
+    let (calls_tok, rest) = split_field(rest, CALLS_WIDTH, "calls")?;
+    check_integer(calls_tok, false, "calls")?;
+    let calls = calls_tok
+        .parse::<u64>()
+        .map_err(|e| format!("calls '{calls_tok}': {e}"))?;
+
+    let Some(tag) = rest.strip_suffix(' ') else {
+        return Err("row must end with a space".to_string());
+    };
+    if tag.is_empty() {
+        return Err("missing tag info after calls".to_string());
+    }
+    let mut tokens = tag.split(' ');
+    let mut next = || -> Result<Option<&str>, String> {
+        match tokens.next() {
+            Some("") => Err("unexpected double space in tag info".to_string()),
+            t => Ok(t),
+        }
+    };
+
+    let file_line = next()?.unwrap_or_default();
+    let Some((file, line_no)) = file_line.rsplit_once(':') else {
+        return Err(format!("expected file:line, found '{file_line}'"));
+    };
+    if file.is_empty() {
+        return Err(format!("empty file name in '{file_line}'"));
+    }
+    check_integer(line_no, false, "line number")?;
+    let line_no = line_no
+        .parse::<u32>()
+        .map_err(|e| format!("line number '{line_no}': {e}"))?;
+
+    let mut token = next()?;
+    let mut module = None;
+    if let Some(t) = token.filter(|t| t.starts_with('[')) {
+        let name = t
+            .strip_prefix('[')
+            .and_then(|t| t.strip_suffix(']'))
+            .filter(|m| !m.is_empty() && !m.contains(['[', ']']))
+            .ok_or_else(|| format!("malformed module '{t}', expected [name]"))?;
+        module = Some(name.to_string());
+        token = next()?;
+    }
+
+    let function = match token.and_then(|t| t.strip_prefix("func:")) {
+        Some(f) if !f.is_empty() => f.to_string(),
+        _ => {
+            return Err(format!(
+                "expected func:<name>, found '{}'",
+                token.unwrap_or("end of line")
+            ))
+        }
+    };
+
+    let mut fields: Vec<(String, String)> = Vec::new();
+    while let Some(t) = next()? {
+        if !version.has_fields() {
+            return Err(format!(
+                "field '{t}' after func: needs version 2.0 (header says {})",
+                version.as_str()
+            ));
+        }
+        let (key, value) = parse_field(t)?;
+        if fields.iter().any(|(k, _)| k == key) {
+            return Err(format!("duplicate field '{key}'"));
+        }
+        fields.push((key.to_string(), value.to_string()));
+    }
+
+    Ok(Row {
+        bytes,
+        calls,
+        site: Site {
+            file: file.to_string(),
+            line: line_no,
+            module,
+            function,
+        },
+        fields,
+    })
+}
+
+fn parse_field(t: &str) -> Result<(&str, &str), String> {
+    let Some((key, value)) = t.split_once(':') else {
+        return Err(format!("field '{t}' is not key:value"));
+    };
+    let key_ok = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if !key_ok {
+        return Err(format!("field '{t}' has a malformed key"));
+    }
+    if value.is_empty() {
+        return Err(format!("field '{t}' has an empty value"));
+    }
+    if key == "accurate" && value != "yes" && value != "no" {
+        return Err(format!(
+            "accurate:{value} must be accurate:yes or accurate:no"
+        ));
+    }
+    Ok((key, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD1: &str = "allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n";
+    const HEAD2: &str = "allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n";
+
+    fn one(head: &str, row: &str) -> Result<Row, ParseError> {
+        let mut p = parse(&format!("{head}{row}\n"))?;
+        Ok(p.rows.remove(0))
+    }
+
+    fn fails_on(text: &str, line: usize, needle: &str) {
+        match parse(text) {
+            Ok(_) => panic!("accepted {text:?}"),
+            Err(e) => {
+                assert_eq!(e.line, line, "{e}");
+                assert!(e.message.contains(needle), "{e} lacks {needle:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn builtin_and_module_rows() {
+        let r = one(
+            HEAD1,
+            "     4194304     1024 mm/slub.c:2450 func:alloc_slab_page ",
+        )
+        .unwrap();
+        assert_eq!((r.bytes, r.calls), (4194304, 1024));
+        assert_eq!(r.site.file, "mm/slub.c");
+        assert_eq!(r.site.line, 2450);
+        assert_eq!(r.site.module, None);
+        assert_eq!(r.site.function, "alloc_slab_page");
+        let r = one(
+            HEAD1,
+            "        8192        2 fs/xfs/xfs_buf.c:390 [xfs] func:xfs_buf_alloc_pages ",
+        )
+        .unwrap();
+        assert_eq!(r.site.module.as_deref(), Some("xfs"));
+    }
+
+    #[test]
+    fn wide_fields_push_columns() {
+        let r = one(HEAD1, "-12345678901234 123456789 a.c:1 func:f ").unwrap();
+        assert_eq!((r.bytes, r.calls), (-12345678901234, 123456789));
+        let r = one(HEAD1, "123456789012        0 a.c:1 func:f ").unwrap();
+        assert_eq!(r.bytes, 123456789012);
+    }
+
+    #[test]
+    fn negative_size() {
+        let r = one(HEAD1, "       -4096        0 mm/migrate.c:7 func:f ").unwrap();
+        assert_eq!(r.bytes, -4096);
+    }
+
+    #[test]
+    fn v2_fields() {
+        let r = one(
+            HEAD2,
+            "          64        1 a.c:1 func:f accurate:no future:3 ",
+        )
+        .unwrap();
+        assert!(!r.accurate());
+        assert_eq!(r.field("future"), Some("3"));
+        let r = one(HEAD2, "          64        1 a.c:1 func:f ").unwrap();
+        assert!(r.accurate());
+    }
+
+    #[test]
+    fn header_errors() {
+        fails_on("", 1, "empty input");
+        fails_on("hello\n", 1, "expected 'allocinfo - version");
+        fails_on("allocinfo - version: 3.0\n", 1, "unsupported version '3.0'");
+        fails_on("allocinfo - version: 1.0\n", 2, "end of input");
+        fails_on(
+            "allocinfo - version: 1.0\n# size calls\n",
+            2,
+            "column header",
+        );
+    }
+
+    #[test]
+    fn row_errors() {
+        let bad = [
+            ("    4096        1 a.c:1 func:f ", "not right-aligned in 12"),
+            (
+                "        4096      1 a.c:1 func:f ",
+                "not right-aligned in 8",
+            ),
+            ("        4096        1 a.c:1 func:f", "end with a space"),
+            (
+                "        4096       -1 a.c:1 func:f ",
+                "must not be negative",
+            ),
+            (
+                "           0x10        1 a.c:1 func:f ",
+                "expected a space after size",
+            ),
+            ("        4096        1 a.c func:f ", "expected file:line"),
+            ("        4096        1 a.c:x func:f ", "line number 'x'"),
+            ("        4096        1 a.c:1 f ", "expected func:"),
+            ("        4096        1 a.c:1 [m func:f ", "malformed module"),
+            ("        4096        1 a.c:1  func:f ", "double space"),
+            (
+                "        4096        1 a.c:1 func:f accurate:no ",
+                "needs version 2.0",
+            ),
+            ("        -0        1 a.c:1 func:f ", "not right-aligned"),
+            (
+                "          -0        1 a.c:1 func:f ",
+                "not a decimal integer",
+            ),
+            (
+                "        0010        1 a.c:1 func:f ",
+                "not a decimal integer",
+            ),
+            (" 123456789012        1 a.c:1 func:f ", "padded past 12"),
+            ("99999999999999999999        1 a.c:1 func:f ", "size '"),
+            ("", "expected size"),
+        ];
+        for (row, needle) in bad {
+            fails_on(&format!("{HEAD1}{row}\n"), 3, needle);
+        }
+        fails_on(
+            &format!("{HEAD2}           1        1 a.c:1 func:f accurate:maybe \n"),
+            3,
+            "accurate:yes",
+        );
+        fails_on(
+            &format!("{HEAD2}           1        1 a.c:1 func:f Key:v \n"),
+            3,
+            "malformed key",
+        );
+        fails_on(
+            &format!("{HEAD2}           1        1 a.c:1 func:f k:v k:w \n"),
+            3,
+            "duplicate",
+        );
+    }
+
+    #[test]
+    fn error_line_numbers_count_snapshot_line() {
+        let text = format!(
+            "# snapshot time:x unix_ms:5\n{HEAD1}           1        1 a.c:1 func:f \nbad\n"
+        );
+        fails_on(&text, 5, "expected size");
+        let p = parse(&format!(
+            "# snapshot unix_ms:5 source:/proc/allocinfo\n{HEAD1}"
+        ))
+        .unwrap();
+        assert_eq!(p.snapshot.map(|s| s.unix_ms), Some(5));
+        fails_on(&format!("# snapshot time:x\n{HEAD1}"), 1, "lacks unix_ms");
+    }
+
+    #[test]
+    fn invalid_utf8_line() {
+        let mut data = HEAD1.as_bytes().to_vec();
+        data.extend_from_slice(b"           1        1 a\xff.c:1 func:f \n");
+        assert_eq!(parse_bytes(&data).unwrap_err().line, 3);
+    }
+
+    #[test]
+    fn missing_final_newline_is_accepted() {
+        let p = parse(&format!("{HEAD1}           1        1 a.c:1 func:f ")).unwrap();
+        assert_eq!(p.rows.len(), 1);
+    }
+}

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The in-memory model of one /proc/allocinfo read: a version, optional snapshot metadata, and rows.
+
+use std::collections::BTreeMap;
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
+/// The `allocinfo - version: X` of a file; each version fixes which row fields may appear.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    /// Linux 6.10 to 6.17: no `key:value` fields.
+    V1_0,
+    /// Linux 6.18 on: rows may carry `accurate:no` and later `key:value` fields.
+    V2_0,
+}
+
+impl Version {
+    /// The version as printed in the header line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Version::V1_0 => "1.0",
+            Version::V2_0 => "2.0",
+        }
+    }
+
+    /// Whether rows of this version may carry `key:value` fields.
+    pub fn has_fields(self) -> bool {
+        self == Version::V2_0
+    }
+}
+
+impl Serialize for Version {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// One allocation call site: what a code tag names. Built-in sites have no module.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Site {
+    pub file: String,
+    pub line: u32,
+    pub module: Option<String>,
+    pub function: String,
+}
+
+impl Site {
+    /// The site as /proc/allocinfo prints it: `file:line [module] func:name`.
+    pub fn tag_text(&self) -> String {
+        match &self.module {
+            Some(m) => format!("{}:{} [{}] func:{}", self.file, self.line, m, self.function),
+            None => format!("{}:{} func:{}", self.file, self.line, self.function),
+        }
+    }
+
+    /// The module name, with `vmlinux` standing for built-in code.
+    pub fn module_or_vmlinux(&self) -> &str {
+        self.module.as_deref().unwrap_or(BUILTIN_MODULE)
+    }
+}
+
+/// The name used for built-in (non-module) sites wherever a module name is shown or matched.
+pub const BUILTIN_MODULE: &str = "vmlinux";
+
+/// One row: the live bytes and live allocation count charged to a site.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// Signed: 6.12 can underflow after page migration.
+    pub bytes: i64,
+    pub calls: u64,
+    pub site: Site,
+    /// `key:value` fields after `func:`, in file order (v2.0 only).
+    pub fields: Vec<(String, String)>,
+}
+
+impl Row {
+    /// False when the kernel marked the counters `accurate:no`.
+    pub fn accurate(&self) -> bool {
+        self.field("accurate") != Some("no")
+    }
+
+    /// The value of a `key:value` field, if present.
+    pub fn field(&self, key: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The full tag text including `key:value` fields, without the trailing space.
+    pub fn tag_text(&self) -> String {
+        let mut text = self.site.tag_text();
+        for (k, v) in &self.fields {
+            text.push(' ');
+            text.push_str(k);
+            text.push(':');
+            text.push_str(v);
+        }
+        text
+    }
+}
+
+impl Serialize for Row {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(8))?;
+        map.serialize_entry("bytes", &self.bytes)?;
+        map.serialize_entry("calls", &self.calls)?;
+        map.serialize_entry("file", &self.site.file)?;
+        map.serialize_entry("line", &self.site.line)?;
+        map.serialize_entry("module", &self.site.module)?;
+        map.serialize_entry("function", &self.site.function)?;
+        map.serialize_entry("accurate", &self.accurate())?;
+        let fields: BTreeMap<&str, &str> = self
+            .fields
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        map.serialize_entry("fields", &fields)?;
+        map.end()
+    }
+}
+
+/// Metadata that `allocinfo snapshot` puts on the line before the allocinfo header.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SnapshotMeta {
+    /// When the data was read, in milliseconds since the Unix epoch (UTC).
+    pub unix_ms: i64,
+    /// Where the data was read from, when it could be recorded.
+    pub source: Option<String>,
+}
+
+/// A whole parsed file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    pub version: Version,
+    pub snapshot: Option<SnapshotMeta>,
+    pub rows: Vec<Row>,
+}
+
+impl Profile {
+    /// Sum of bytes over all rows (wide, so that underflowed rows cannot overflow the sum).
+    pub fn total_bytes(&self) -> i128 {
+        self.rows.iter().map(|r| i128::from(r.bytes)).sum()
+    }
+
+    /// Sum of live allocations over all rows.
+    pub fn total_calls(&self) -> u128 {
+        self.rows.iter().map(|r| u128::from(r.calls)).sum()
+    }
+
+    /// Rows summed per site: one tag text can occur more than once (a macro used twice on a line).
+    pub fn by_site(&self) -> BTreeMap<&Site, SiteTotals> {
+        let mut sites: BTreeMap<&Site, SiteTotals> = BTreeMap::new();
+        for row in &self.rows {
+            let t = sites.entry(&row.site).or_default();
+            t.bytes += i128::from(row.bytes);
+            t.calls += u128::from(row.calls);
+            t.inaccurate |= !row.accurate();
+        }
+        sites
+    }
+}
+
+/// Counters of one site after summing duplicate rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SiteTotals {
+    pub bytes: i128,
+    pub calls: u128,
+    pub inaccurate: bool,
+}

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0
+//! End-to-end tests of the `allocinfo` binary on the fixtures: output, JSON, errors, exit codes.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_allocinfo");
+
+fn fixture(name: &str) -> String {
+    let mut p = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    p.push("tests/fixtures");
+    p.push(name);
+    p.to_string_lossy().into_owned()
+}
+
+fn run(args: &[&str]) -> Output {
+    match Command::new(BIN).args(args).output() {
+        Ok(o) => o,
+        Err(e) => panic!("cannot run {BIN}: {e}"),
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = run(args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("allocinfo-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    if let Err(e) = std::fs::create_dir_all(&d) {
+        panic!("mkdir {}: {e}", d.display());
+    }
+    d
+}
+
+const VALID: [&str; 4] = [
+    "v1-builtin-modules.txt",
+    "v1-negative.txt",
+    "v2-accurate.txt",
+    "escaping.txt",
+];
+
+#[test]
+fn top_on_every_valid_fixture() {
+    for f in VALID {
+        let out = ok(&["top", "-i", &fixture(f)]);
+        assert!(
+            out.starts_with("        SIZE      CALLS  SITE\n"),
+            "{f}: {out}"
+        );
+        assert!(
+            out.lines().last().is_some_and(|l| l.starts_with("total: ")),
+            "{f}"
+        );
+    }
+    let out = ok(&["top", "-n", "3", "-i", &fixture("v1-builtin-modules.txt")]);
+    let sites: Vec<_> = out
+        .lines()
+        .skip(1)
+        .take(3)
+        .map(|l| l.rsplit("  ").next())
+        .collect();
+    assert_eq!(
+        sites,
+        [
+            Some("mm/slub.c:2412 func:alloc_slab_page"),
+            Some("mm/memory.c:1122 func:folio_prealloc"),
+            Some("drivers/block/virtio_blk.c:1023 func:virtblk_probe"),
+        ]
+    );
+    assert!(
+        out.contains("    80.6 MiB       2134  mm/slub.c:2412"),
+        "{out}"
+    );
+}
+
+#[test]
+fn top_filters_and_negative_sizes() {
+    let f = fixture("v1-negative.txt");
+    let out = ok(&["top", "-n", "0", "--bytes", "-i", &f]);
+    assert!(
+        out.contains("-123456789012345         12  mm/huge_memory.c:3415"),
+        "{out}"
+    );
+    assert!(out.contains("18446744073709551615"), "{out}");
+    let out = ok(&["top", "--module", "virtio_net", "-i", &f]);
+    assert!(out.contains("-4.0 KiB"), "{out}");
+    assert!(out.contains("at 1 of 8 sites (1 shown)"), "{out}");
+    let out = ok(&["top", "--sort", "calls", "-n", "1", "-i", &f]);
+    assert!(out.contains("mm/khugepaged.c:1075"), "{out}");
+    let out = ok(&["top", "--min-size", "1M", "--file", "mm/", "-i", &f]);
+    assert!(out.contains("at 2 of 8 sites"), "{out}");
+}
+
+#[test]
+fn v2_rows_show_accuracy() {
+    let f = fixture("v2-accurate.txt");
+    let out = ok(&["top", "-n", "0", "-i", &f]);
+    assert!(out.contains("fs/inode.c:262 func:alloc_inode accurate:no future_key:some_value"));
+    let json = ok(&["--json", "top", "-n", "0", "-i", &f]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
+    let rows = v["rows"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), 11);
+    let inaccurate = rows.iter().filter(|r| r["accurate"] == false).count();
+    assert_eq!(inaccurate, 4);
+    assert_eq!(v["version"], "2.0");
+}
+
+#[test]
+fn tree_by_path_and_module() {
+    let f = fixture("v1-builtin-modules.txt");
+    let out = ok(&["tree", "-i", &f]);
+    let second = out.lines().nth(2).unwrap_or_default();
+    assert!(second.ends_with("  mm/"), "{out}");
+    assert!(out.contains("    mm/slub.c\n"), "{out}");
+    let out = ok(&["tree", "--by", "module", "-i", &f]);
+    for m in ["vmlinux", "ext4", "virtio_net", "jbd2", "nf_tables"] {
+        assert!(out.contains(&format!("  {m}\n")), "{m}: {out}");
+    }
+}
+
+#[test]
+fn snapshot_then_diff() {
+    let dir = temp_dir("snap");
+    let a = dir.join("a.snap");
+    let a_s = a.to_string_lossy().into_owned();
+    ok(&[
+        "snapshot",
+        "-o",
+        &a_s,
+        "-i",
+        &fixture("v1-builtin-modules.txt"),
+    ]);
+    let saved = std::fs::read_to_string(&a).unwrap_or_default();
+    assert!(saved.starts_with("# snapshot time:"), "{saved}");
+    // A snapshot is itself valid input.
+    ok(&["top", "-i", &a_s]);
+    let out = ok(&["diff", &a_s, &fixture("v1-negative.txt")]);
+    let total = out.lines().last().unwrap_or_default();
+    assert!(total.starts_with("total: "), "{out}");
+    assert!(out.contains("(new)") && out.contains("(gone)"), "{out}");
+    let same = ok(&["diff", &a_s, &fixture("v1-builtin-modules.txt")]);
+    assert!(
+        same.ends_with("0 grew, 0 shrank, 0 new, 0 gone, 65 same\n"),
+        "{same}"
+    );
+    let json = ok(&["diff", "--json", &a_s, &fixture("v1-negative.txt")]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
+    assert!(v["before"]["unix_ms"].is_i64());
+    assert!(v["after"]["unix_ms"].is_null());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn watch_stops_after_count() {
+    let f = fixture("v1-builtin-modules.txt");
+    let out = ok(&["watch", "--interval", "0.01", "--count", "3", "-i", &f]);
+    assert_eq!(out.lines().filter(|l| l.starts_with("sample ")).count(), 3);
+    assert!(
+        out.contains("leak suspects: none (no site grew in all 2 intervals over "),
+        "{out}"
+    );
+    let json = ok(&["watch", "--json", "--interval", "0.01", "-c", "2", "-i", &f]);
+    for line in json.lines() {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(line).is_ok(),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn export_formats() {
+    let f = fixture("v1-builtin-modules.txt");
+    let prom = ok(&["export", "-i", &f]);
+    assert!(prom.starts_with("# HELP allocinfo_bytes "));
+    assert!(!prom.contains("# EOF"));
+    // 66 rows, one tag text twice: 65 series per family.
+    assert_eq!(
+        prom.lines()
+            .filter(|l| l.starts_with("allocinfo_bytes{"))
+            .count(),
+        65
+    );
+    assert!(prom.contains(
+        "allocinfo_bytes{file=\"lib/kobject.c\",line=\"246\",function=\"kobject_set_name_vargs\",module=\"\"} 6144\n"
+    ));
+    let om = ok(&["export", "--format", "openmetrics", "-i", &f]);
+    assert!(om.ends_with("# EOF\n"));
+    assert!(om.contains("# UNIT allocinfo_bytes bytes\n"));
+    let esc = ok(&["export", "-i", &fixture("escaping.txt")]);
+    assert!(esc.contains(r#"file="drivers/we\"ird\\path.c""#), "{esc}");
+    assert!(esc.contains(r#"module="odd\\mod""#), "{esc}");
+    let dir = temp_dir("export");
+    let out = dir.join("allocinfo.prom");
+    let out_s = out.to_string_lossy().into_owned();
+    assert_eq!(ok(&["export", "-o", &out_s, "-i", &f]), "");
+    assert_eq!(std::fs::read_to_string(&out).unwrap_or_default(), prom);
+    assert_eq!(
+        std::fs::read_dir(&dir).map(Iterator::count).unwrap_or(0),
+        1,
+        "no temp file left"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn json_on_every_command() {
+    let f = fixture("v2-accurate.txt");
+    for args in [
+        &["top"][..],
+        &["tree"],
+        &["tree", "--by", "module"],
+        &["snapshot"],
+        &["export"],
+        &["export", "-f", "openmetrics"],
+    ] {
+        let mut full = vec!["--json", "-i", f.as_str()];
+        full.extend_from_slice(args);
+        let out = ok(&full);
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&out).is_ok_and(|v| v.is_object()),
+            "{args:?}: {out}"
+        );
+    }
+}
+
+#[test]
+fn reads_standard_input() {
+    let data = std::fs::read(fixture("v1-negative.txt")).unwrap_or_default();
+    let child = Command::new(BIN)
+        .args(["top", "-n", "1", "-i", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        panic!("cannot spawn {BIN}");
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(&data);
+    }
+    let o = child.wait_with_output().ok();
+    let out = o.map(|o| stdout(&o)).unwrap_or_default();
+    assert!(out.contains("mm/slub.c:2412"), "{out}");
+}
+
+#[test]
+fn malformed_input_is_a_runtime_error_with_a_line_number() {
+    let cases = [
+        ("bad-version.txt", 1, "unsupported version '3.1'"),
+        ("bad-column-header.txt", 2, "column header"),
+        ("no-trailing-space.txt", 4, "end with a space"),
+        ("misaligned.txt", 4, "not right-aligned in 12"),
+        ("v1-with-fields.txt", 5, "needs version 2.0"),
+        ("missing-func.txt", 3, "expected func:"),
+        ("blank-line.txt", 4, "expected size"),
+        ("truncated-header.txt", 2, "end of input"),
+        ("not-allocinfo.txt", 1, "expected 'allocinfo - version"),
+    ];
+    for (name, line, needle) in cases {
+        let path = fixture(&format!("malformed/{name}"));
+        for cmd in ["top", "export"] {
+            let o = run(&[cmd, "-i", &path]);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+            assert!(
+                err.starts_with(&format!("allocinfo: {path}: line {line}: ")),
+                "{name}: {err}"
+            );
+            assert!(err.contains(needle), "{name}: {err}");
+            assert!(o.stdout.is_empty(), "{name}: partial output");
+        }
+    }
+}
+
+#[test]
+fn exit_codes() {
+    let o = run(&["top", "-i", "/nonexistent/allocinfo"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("cannot read /nonexistent/allocinfo"));
+    let o = run(&["diff", "/nonexistent/a", &fixture("v1-negative.txt")]);
+    assert_eq!(o.status.code(), Some(1));
+    for bad in [
+        &["frobnicate"][..],
+        &[],
+        &["top", "--sort", "name"],
+        &["top", "-n", "ten"],
+        &["watch", "--interval", "-1"],
+        &["diff", "-i", "x", "a", "b"],
+    ] {
+        let o = run(bad);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+    }
+    let help = ok(&["--help"]);
+    for cmd in [
+        "top",
+        "tree",
+        "snapshot",
+        "diff",
+        "watch",
+        "export",
+        "Exit status",
+    ] {
+        assert!(help.contains(cmd), "{cmd}");
+    }
+    assert!(ok(&["export", "--help"]).contains("--format"));
+    assert!(ok(&["--version"]).starts_with("allocinfo "));
+}

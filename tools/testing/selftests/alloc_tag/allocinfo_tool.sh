@@ -1,0 +1,199 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Checks the allocinfo tool against live /proc/allocinfo data and prints KTAP.
+#
+# Runs under busybox sh. ALLOCINFO_FILE and ALLOCINFO_BIN override the data file and the binary,
+# so the script can be tried on the host against a fixture.
+
+ALLOCINFO_FILE=${ALLOCINFO_FILE:-/proc/allocinfo}
+ALLOCINFO_BIN=${ALLOCINFO_BIN:-/bin/allocinfo}
+# sort must break ties by plain byte order, as the tool does.
+LC_ALL=C
+export LC_ALL
+
+KSFT_PASS=0
+KSFT_FAIL=1
+KSFT_SKIP=4
+NTESTS=7
+
+num=0
+passed=0
+failed=0
+skipped=0
+
+ok() {
+	num=$((num + 1))
+	passed=$((passed + 1))
+	echo "ok $num $1"
+}
+
+not_ok() {
+	num=$((num + 1))
+	failed=$((failed + 1))
+	echo "not ok $num $1"
+}
+
+skip_all() {
+	while [ "$num" -lt "$NTESTS" ]; do
+		num=$((num + 1))
+		skipped=$((skipped + 1))
+		echo "ok $num allocinfo_tool # SKIP $1"
+	done
+	totals
+	exit "$KSFT_SKIP"
+}
+
+totals() {
+	echo "# Totals: pass:$passed fail:$failed xfail:0 xpass:0 skip:$skipped error:0"
+}
+
+# Prints a file as KTAP diagnostics, a few lines at most.
+diag() {
+	head -n "${2:-10}" "$1" | sed 's/^/# /'
+}
+
+# Runs the tool on live data: /proc/allocinfo itself, or the file named by ALLOCINFO_FILE.
+live() {
+	if [ "$ALLOCINFO_FILE" = /proc/allocinfo ]; then
+		"$ALLOCINFO_BIN" "$@"
+	else
+		"$ALLOCINFO_BIN" "$@" -i "$ALLOCINFO_FILE"
+	fi
+}
+
+# Reduces rows of allocinfo text or of `allocinfo top` output to their sites:
+# "file:line [module] func:name", whatever the size columns look like.
+sites() {
+	awk '{
+		for (i = 1; i <= NF; i++)
+			if ($i ~ /:[0-9]+$/)
+				break
+		if (i > NF)
+			next
+		s = $i
+		i++
+		if ($i ~ /^\[.*\]$/) {
+			s = s " " $i
+			i++
+		}
+		if ($i ~ /^func:/)
+			print s " " $i
+	}' "$@"
+}
+
+# Rows only, without the header (and a snapshot line, if the file is a snapshot).
+rows() {
+	awk '$1 ~ /^-?[0-9]+$/' "$@"
+}
+
+echo "TAP version 13"
+echo "1..$NTESTS"
+
+[ -r "$ALLOCINFO_FILE" ] ||
+	skip_all "$ALLOCINFO_FILE not readable (needs CONFIG_MEM_ALLOC_PROFILING and root)"
+[ -x "$ALLOCINFO_BIN" ] || skip_all "$ALLOCINFO_BIN not found"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocinfo_tool.XXXXXX") || skip_all "cannot make a temporary directory"
+trap 'rm -rf "$tmp"' EXIT
+
+# 1: a plain run on live data.
+if live top -n 10 >"$tmp/live_top" 2>"$tmp/err" && grep -q '^total: ' "$tmp/live_top"; then
+	ok "top -n 10 on live data"
+else
+	diag "$tmp/err"
+	not_ok "top -n 10 on live data"
+fi
+
+# 2: the same top sites as sort -g | tail, both on one copy (live data moves between reads).
+cat "$ALLOCINFO_FILE" >"$tmp/copy"
+rows "$tmp/copy" | sort -g | tail -n 10 | sites | sort >"$tmp/want"
+if "$ALLOCINFO_BIN" top -n 10 -i "$tmp/copy" >"$tmp/top" 2>"$tmp/err"; then
+	sites "$tmp/top" | sort >"$tmp/got"
+	if [ -s "$tmp/want" ] && [ "$(cat "$tmp/want")" = "$(cat "$tmp/got")" ]; then
+		ok "top -n 10 matches sort -g | tail -n 10"
+	else
+		echo "# expected:"
+		diag "$tmp/want"
+		echo "# got:"
+		diag "$tmp/got"
+		not_ok "top -n 10 matches sort -g | tail -n 10"
+	fi
+else
+	diag "$tmp/err"
+	not_ok "top -n 10 matches sort -g | tail -n 10"
+fi
+
+# 3: two snapshots and a diff between them.
+if live snapshot -o "$tmp/a.snap" 2>"$tmp/err" &&
+	live snapshot -o "$tmp/b.snap" 2>>"$tmp/err" &&
+	"$ALLOCINFO_BIN" diff "$tmp/a.snap" "$tmp/b.snap" >"$tmp/diff" 2>>"$tmp/err" &&
+	grep -q '^total: .* -> .*grew.*shrank' "$tmp/diff"; then
+	ok "snapshot twice, diff prints totals"
+else
+	diag "$tmp/err"
+	diag "$tmp/diff"
+	not_ok "snapshot twice, diff prints totals"
+fi
+
+# 4: export has HELP/TYPE and one sample per site (rows with the same tag text are summed).
+if live export >"$tmp/prom" 2>"$tmp/err"; then
+	help=$(grep -c '^# HELP allocinfo_bytes ' "$tmp/prom")
+	type=$(grep -c '^# TYPE allocinfo_bytes gauge$' "$tmp/prom")
+	samples=$(grep -c '^allocinfo_bytes{' "$tmp/prom")
+	want=$(rows "$ALLOCINFO_FILE" | sites | sort -u | wc -l)
+	if [ "$help" -eq 1 ] && [ "$type" -eq 1 ] && [ "$samples" -eq "$want" ] && [ "$want" -gt 0 ]; then
+		ok "export has HELP/TYPE and one sample per row"
+	else
+		echo "# HELP lines $help, TYPE lines $type, samples $samples, sites $want"
+		not_ok "export has HELP/TYPE and one sample per row"
+	fi
+else
+	diag "$tmp/err"
+	not_ok "export has HELP/TYPE and one sample per row"
+fi
+
+# 5: OpenMetrics output ends with its terminator.
+if live export --format openmetrics >"$tmp/om" 2>"$tmp/err" &&
+	[ "$(tail -n 1 "$tmp/om")" = "# EOF" ] && grep -q '^# UNIT allocinfo_bytes bytes$' "$tmp/om"; then
+	ok "export --format openmetrics ends with # EOF"
+else
+	diag "$tmp/err"
+	not_ok "export --format openmetrics ends with # EOF"
+fi
+
+# 6: JSON output looks like JSON.
+if live --json top >"$tmp/json" 2>"$tmp/err"; then
+	first=$(awk 'NF { print substr($1, 1, 1); exit }' "$tmp/json")
+	last=$(awk 'NF { c = substr($NF, length($NF), 1) } END { print c }' "$tmp/json")
+	case "$first$last" in
+	"{}" | "[]")
+		ok "--json top prints JSON"
+		;;
+	*)
+		diag "$tmp/json" 3
+		not_ok "--json top prints JSON"
+		;;
+	esac
+else
+	diag "$tmp/err"
+	not_ok "--json top prints JSON"
+fi
+
+# 7: tree and usage errors behave.
+live tree --by module >"$tmp/tree" 2>"$tmp/err"
+tree_rc=$?
+"$ALLOCINFO_BIN" top --no-such-option >/dev/null 2>&1
+usage_rc=$?
+if [ "$tree_rc" -eq 0 ] && grep -q ' vmlinux$' "$tmp/tree" && [ "$usage_rc" -eq 2 ]; then
+	ok "tree --by module works, usage errors exit 2"
+else
+	echo "# tree exit $tree_rc, usage error exit $usage_rc"
+	diag "$tmp/err"
+	not_ok "tree --by module works, usage errors exit 2"
+fi
+
+totals
+if [ "$failed" -gt 0 ]; then
+	exit "$KSFT_FAIL"
+fi
+exit "$KSFT_PASS"
