@@ -71,6 +71,7 @@ class Judge:
         """Count the results of the KTAP documents in lines."""
         stack = []  # open docs, innermost last
         seen_any = False
+        diag = []  # comment lines since the last result, for failure messages
 
         def close(doc):
             if doc.plan is None:
@@ -99,6 +100,11 @@ class Judge:
                         stack.append(Doc(indent, where))
                 stack[-1].plan = int(m.group(2))
                 continue
+            if line.lstrip().startswith("#"):
+                text = line.strip().lstrip("#").strip()
+                if text and not text.startswith(("RUN", "OK", "Subtest:", "Starting")):
+                    diag.append(text)
+                continue
             m = RESULT.match(line)
             if m and stack:
                 indent = len(m.group(1))
@@ -115,16 +121,20 @@ class Judge:
                     continue
                 stack[-1].results.append(ok)
                 label = f"{where}: {name or '#' + m.group(3)}"
+                why = "; ".join(d for d in diag if "FAIL" not in d)[-600:]
+                diag = []
+                if why:
+                    why = f" ({why})"
                 if directive.upper().startswith("SKIP"):
                     if not is_parent:
                         self.skipped += 1
                 elif is_parent:
                     if not ok and not child_failed:
-                        self.fail(f"{label}: not ok")
+                        self.fail(f"{label}: not ok{why}")
                 elif ok:
                     self.passed += 1
                 else:
-                    self.fail(f"{label}: not ok")
+                    self.fail(f"{label}: not ok{why}")
         while stack:
             close(stack.pop())
         return seen_any

@@ -27,10 +27,20 @@ for f in "$sel"/*; do
 	cp "$f" "$root/selftests/"
 	list="$list $(basename "$f")"
 done
+for f in "$SRC"/tools/testing/selftests/alloc_tag/*.sh; do
+	[ -f "$f" ] || continue
+	cp "$f" "$root/selftests/"
+	chmod +x "$root/selftests/$(basename "$f")"
+	list="$list $(basename "$f")"
+done
 # Order of the full run: the stress test last.
 echo "$list" | tr ' ' '\n' | grep -v '^$' | sort | grep -v '^stress$' > "$root/selftests/list" || true
 [ -x "$sel/stress" ] && echo stress >> "$root/selftests/list"
-[ -n "${ALLOCINFO_BIN:-}" ] && [ -x "$ALLOCINFO_BIN" ] && cp "$ALLOCINFO_BIN" "$root/bin/allocinfo"
+cp "$root/selftests/list" "$W/selftests.list"
+bin=${ALLOCINFO_BIN:-$CACHE_DIR/allocinfo-target/x86_64-unknown-linux-gnu/release/allocinfo}
+if [ -x "$bin" ]; then
+	cp "$bin" "$root/bin/allocinfo"
+fi
 
 if [ -n "$extra" ]; then
 	[ -d "$extra" ] || { echo "mkinitramfs: EXTRA=$extra is not a directory" >&2; exit 1; }

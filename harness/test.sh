@@ -55,7 +55,7 @@ fi
 "$H/vm.sh" initramfs || { echo "FAIL initramfs"; echo "$pass passed, $((fail + 1)) failed"; exit 1; }
 
 # 3. Test boots: NAME|APPEND|TESTS|JUDGE-OPTIONS
-all=$(tr '\n' ',' < <(ls "$W/selftests" | grep -v '^stress$'; echo stress) | sed 's/,$//')
+all=$(paste -sd, "$W/selftests.list")
 boots=(
 	"main||$all|--kunit"
 	"param-0|kunit.enable=0 sysctl.vm.mem_profiling=0|boot_param|"
