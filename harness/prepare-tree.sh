@@ -35,7 +35,7 @@ upstream)
 	series=""
 	;;
 rust)
-	dirs="rust mm lib include scripts tools Documentation kernel init"
+	dirs="rust mm lib include scripts Documentation tools/testing/selftests/alloc_tag"
 	series=$repo/patches/series
 	;;
 *)
@@ -54,6 +54,13 @@ for d in $dirs; do
 		cp -p "$repo/$f" "$stage/$f"
 	done
 done
+
+# The feature's Kconfig sits at the top of the repo and is sourced by the
+# patched lib/Kconfig.debug.
+if [ "$base" = rust ]; then
+	mkdir -p "$stage/lib"
+	cp -p "$repo/Kconfig" "$stage/lib/Kconfig.alloc_tag"
+fi
 
 if [ -n "$series" ] && [ -f "$series" ]; then
 	pdir=$(dirname "$series")

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Memory allocation profiling: the allocation tag of every call site and the
+ * macros that put it in current->alloc_tag around an allocation.
+ *
+ * C keeps the layouts, the call-site macros and static-key tests; counting,
+ * the tag registry, controls and reports are Rust (rust/kernel/alloc_tag/).
+ */
+#ifndef _LINUX_ALLOC_TAG_H
+#define _LINUX_ALLOC_TAG_H
+
+#include <linux/bug.h>
+#include <linux/codetag.h>
+#include <linux/container_of.h>
+#include <linux/preempt.h>
+#include <asm/percpu.h>
+#include <linux/cpumask.h>
+#include <linux/smp.h>
+#include <linux/static_key.h>
+#include <linux/irqflags.h>
+
+/* Per-CPU counters of one tag; a CPU's bytes may go negative, the sum not. */
+struct alloc_tag_counters {
+	u64 bytes;
+	u64 calls;	/* live allocations, not a running total */
+};
+
+/* One per call site, in the alloc_tags section. */
+struct alloc_tag {
+	struct codetag			ct;
+	struct alloc_tag_counters __percpu	*counters;
+} __aligned(8);
+
+#ifdef CONFIG_MEM_ALLOC_PROFILING_DEBUG
+/* Marks a reference as "intentionally not counted" (e.g. early pages). */
+#define CODETAG_EMPTY	((void *)1)
+
+static inline bool is_codetag_empty(union codetag_ref *ref)
+{
+	return ref->ct == CODETAG_EMPTY;
+}
+
+static inline void set_codetag_empty(union codetag_ref *ref)
+{
+	if (ref)
+		ref->ct = CODETAG_EMPTY;
+}
+#else
+static inline bool is_codetag_empty(union codetag_ref *ref) { return false; }
+
+static inline void set_codetag_empty(union codetag_ref *ref)
+{
+	if (ref)
+		ref->ct = NULL;
+}
+#endif
+
+#ifdef CONFIG_MEM_ALLOC_PROFILING
+
+#ifdef ARCH_NEEDS_WEAK_PER_CPU
+#error "memory allocation profiling needs function-local per-CPU variables"
+#endif
+
+struct codetag_bytes {
+	struct codetag *ct;
+	s64 bytes;
+};
+
+static inline struct alloc_tag *ct_to_alloc_tag(struct codetag *ct)
+{
+	return container_of(ct, struct alloc_tag, ct);
+}
+
+#define DEFINE_ALLOC_TAG(_alloc_tag)						\
+	static DEFINE_PER_CPU(struct alloc_tag_counters, _alloc_tag_cntr);	\
+	static struct alloc_tag _alloc_tag __used __aligned(8)			\
+	__section("alloc_tags") = {						\
+		.ct = CODE_TAG_INIT,						\
+		.counters = &_alloc_tag_cntr };
+
+/* Defined by the Rust core; on unless sysctl.vm.mem_profiling says not. */
+DECLARE_STATIC_KEY_MAYBE(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT,
+			mem_alloc_profiling_key);
+
+static inline bool mem_alloc_profiling_enabled(void)
+{
+	return static_branch_maybe(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT,
+				   &mem_alloc_profiling_key);
+}
+
+/*
+ * Rust entry points.  Callers test mem_alloc_profiling_enabled() first, so
+ * with profiling off no call is made.
+ */
+/* Charge @bytes and one call to @tag and record @tag in @ref. */
+void alloc_tag_add(union codetag_ref *ref, struct alloc_tag *tag, size_t bytes);
+/* Uncharge @bytes and one call from the tag recorded in @ref, and clear it. */
+void alloc_tag_sub(union codetag_ref *ref, size_t bytes);
+/* The counters of @tag summed over all possible CPUs. */
+struct alloc_tag_counters alloc_tag_read(struct alloc_tag *tag);
+/* The @count tags with the most bytes, largest first; never sleeps unless @can_sleep. */
+size_t alloc_tag_top_users(struct codetag_bytes *tags, size_t count, bool can_sleep);
+/* True after sysctl.vm.mem_profiling=never. */
+bool mem_alloc_profiling_permanently_disabled(void);
+/* mm/percpu.c: extension vectors for the boot-time percpu chunks. */
+void pcpu_alloc_tag_init_boot_chunks(void);
+
+#define alloc_tag_record(p)	((p) = current->alloc_tag)
+
+#else /* CONFIG_MEM_ALLOC_PROFILING */
+
+#define DEFINE_ALLOC_TAG(_alloc_tag)
+static inline bool mem_alloc_profiling_enabled(void) { return false; }
+static inline bool mem_alloc_profiling_permanently_disabled(void) { return true; }
+static inline void alloc_tag_add(union codetag_ref *ref, struct alloc_tag *tag,
+				 size_t bytes) {}
+static inline void alloc_tag_sub(union codetag_ref *ref, size_t bytes) {}
+#define alloc_tag_record(p)	do {} while (0)
+
+#endif /* CONFIG_MEM_ALLOC_PROFILING */
+
+#define alloc_hooks_tag(_tag, _do_alloc)				\
+({									\
+	struct alloc_tag * __maybe_unused _old = alloc_tag_save(_tag);	\
+	typeof(_do_alloc) _res = _do_alloc;				\
+	alloc_tag_restore(_tag, _old);					\
+	_res;								\
+})
+
+#define alloc_hooks(_do_alloc)						\
+({									\
+	DEFINE_ALLOC_TAG(_alloc_tag);					\
+	alloc_hooks_tag(&_alloc_tag, _do_alloc);			\
+})
+
+#endif /* _LINUX_ALLOC_TAG_H */

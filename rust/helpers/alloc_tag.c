@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C macros and static inlines the Rust allocation profiling core calls
+ * (rust/kernel/alloc_tag/, rust/kernel/percpu.rs).  Each wraps exactly one
+ * macro or inline; nothing here decides anything.
+ */
+
+#include <linux/alloc_tag.h>
+#include <linux/bug.h>
+#include <linux/cpumask.h>
+#include <linux/jump_label.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/percpu.h>
+#include <linux/preempt.h>
+#include <linux/rcupdate.h>
+
+void *rust_helper_per_cpu_ptr(void __percpu *ptr, unsigned int cpu)
+{
+	return per_cpu_ptr(ptr, cpu);
+}
+
+unsigned int rust_helper_cpumask_next_possible(int cpu)
+{
+	return cpumask_next(cpu, cpu_possible_mask);
+}
+
+
+void rust_helper_this_cpu_add_u64(u64 __percpu *ptr, u64 val)
+{
+	this_cpu_add(*ptr, val);
+}
+
+void rust_helper_preempt_disable(void)
+{
+	preempt_disable();
+}
+
+void rust_helper_preempt_enable(void)
+{
+	preempt_enable();
+}
+
+void rust_helper_static_key_set(struct static_key *key, bool on)
+{
+	if (on)
+		static_key_enable(key);
+	else
+		static_key_disable(key);
+}
+
+bool rust_helper_static_key_is_enabled(struct static_key *key)
+{
+	return static_key_enabled(key);
+}
+
+struct page *rust_helper_folio_page(struct folio *folio, unsigned long n)
+{
+	return folio_page(folio, n);
+}
+
+void rust_helper_alloc_tag_warn(const char *msg)
+{
+	WARN(1, "%s", msg);
+}
+
+void rust_helper_alloc_tag_kvfree_rcu_barrier(void)
+{
+	kvfree_rcu_barrier();
+}

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Controls: the `mem_alloc_profiling_key` static key, the
+//! `sysctl.vm.mem_profiling=` boot parameter, `/proc/sys/vm/mem_profiling`,
+//! and the profiler's initcall.
+//!
+//! Rules:
+//! - Default: on with `MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT`, else `never`.
+//! - Boot `0`/`1` sets the state and keeps run-time switching; `never` turns
+//!   profiling off for good (no `page_ext`, sysctl read-only). Any other value
+//!   is refused with one log line naming it, and the default stays.
+//! - The sysctl takes `0` or `1` (whitespace around allowed) from
+//!   `CAP_SYS_ADMIN`; anything else is `-EINVAL` and changes nothing. It is
+//!   read-only (0444) after `never` and in `MEM_ALLOC_PROFILING_DEBUG` builds.
+
+use super::parse::{parse_boot_value, parse_sysctl_value, BootMode};
+use crate::{bindings, c_str, error::code::*, pr_err, pr_info, types::Opaque};
+use crate::ffi::{c_char, c_int};
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+const ENABLED_BY_DEFAULT: bool = cfg!(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT);
+
+/// The static key the C hooks test (`mem_alloc_profiling_enabled()`).
+///
+/// # Invariants
+///
+/// Only changed through the static-key API (`static_key_enable()` and
+/// `static_key_disable()`), which serialise themselves.
+#[repr(transparent)]
+pub struct ProfilingKey(Opaque<bindings::static_key>);
+
+// SAFETY: all changes go through the static-key API (invariant), which does
+// its own locking; reads are atomic.
+unsafe impl Sync for ProfilingKey {}
+
+const fn key_init(on: bool) -> bindings::static_key {
+    #[cfg(CONFIG_JUMP_LABEL)]
+    {
+        bindings::static_key {
+            enabled: bindings::atomic_t { counter: on as i32 },
+            // JUMP_TYPE_TRUE is 1, JUMP_TYPE_FALSE 0: the key's initial value.
+            __bindgen_anon_1: bindings::static_key__bindgen_ty_1 {
+                type_: on as core::ffi::c_ulong,
+            },
+        }
+    }
+    #[cfg(not(CONFIG_JUMP_LABEL))]
+    {
+        bindings::static_key {
+            enabled: bindings::atomic_t { counter: on as i32 },
+        }
+    }
+}
+
+/// `struct static_key_true` (or `_false`), as `DECLARE_STATIC_KEY_MAYBE()`
+/// declares it: both are a bare `struct static_key`.
+#[no_mangle]
+pub static mem_alloc_profiling_key: ProfilingKey = ProfilingKey(Opaque::new(key_init(ENABLED_BY_DEFAULT)));
+
+/// Profiling can be switched on (not `never`).
+static SUPPORTED: AtomicBool = AtomicBool::new(ENABLED_BY_DEFAULT);
+
+/// Whether profiling can ever count in this boot.
+pub fn profiling_supported() -> bool {
+    SUPPORTED.load(Ordering::Relaxed)
+}
+
+/// Whether profiling is counting now.
+pub fn profiling_enabled() -> bool {
+    // SAFETY: the key is a valid static key.
+    unsafe { bindings::static_key_is_enabled(mem_alloc_profiling_key.0.get()) }
+}
+
+fn set_enabled(on: bool) {
+    if on != profiling_enabled() {
+        // SAFETY: the key is a valid static key; the API serialises changes.
+        unsafe { bindings::static_key_set(mem_alloc_profiling_key.0.get(), on) };
+    }
+}
+
+/// True after `sysctl.vm.mem_profiling=never` (or without it when profiling
+/// is not enabled by default).
+#[no_mangle]
+pub extern "C" fn mem_alloc_profiling_permanently_disabled() -> bool {
+    !profiling_supported()
+}
+
+/// `early_param()` handler of `sysctl.vm.mem_profiling=`.
+///
+/// # Safety
+///
+/// `value` is NULL or a NUL-terminated string (from the command line).
+#[no_mangle]
+unsafe extern "C" fn alloc_tag_early_param(value: *mut c_char) -> c_int {
+    let bytes = if value.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: NUL-terminated (caller).
+        unsafe { crate::str::CStr::from_char_ptr(value) }.as_bytes()
+    };
+    match parse_boot_value(bytes) {
+        Ok(mode) => {
+            let (support, on) = match mode {
+                BootMode::Off => (true, false),
+                BootMode::On => (true, true),
+                BootMode::Never => (false, false),
+            };
+            SUPPORTED.store(support, Ordering::Relaxed);
+            set_enabled(on);
+        }
+        Err(e) => {
+            pr_err!(
+                "alloc_tag: sysctl.vm.mem_profiling={}: {}; keeping the default ({})\n",
+                crate::str::BStr::from_bytes(bytes),
+                e.describe(),
+                if ENABLED_BY_DEFAULT { "1" } else { "never" }
+            );
+        }
+    }
+    // Handled either way: no second "Malformed early option" line.
+    0
+}
+
+// The `early_param()` entry, a `struct obs_kernel_param` in `.init.setup`:
+// `{ const char *str; int (*setup_func)(char *); int early; }`, 24 bytes on
+// 64-bit. Emitted in assembly with local labels: a Rust static would be a
+// global symbol, which the kernel crate's automatic exports would export,
+// and exporting an init-section symbol is a build error.
+#[cfg(CONFIG_64BIT)]
+core::arch::global_asm!(
+    r#".section ".init.rodata", "a"
+    .Lalloc_tag_setup_str:
+        .asciz "sysctl.vm.mem_profiling"
+    .previous
+    .section ".init.setup", "aw"
+        .balign 8
+        .quad .Lalloc_tag_setup_str
+        .quad alloc_tag_early_param
+        .long 1
+        .balign 8
+    .previous"#
+);
+
+/// `proc_handler` of `/proc/sys/vm/mem_profiling`.
+///
+/// # Safety
+///
+/// Called by the sysctl core with its usual arguments: `buffer` holds `*lenp`
+/// bytes (plus a NUL on writes), `lenp` and `ppos` are valid.
+unsafe extern "C" fn mem_profiling_sysctl(
+    _table: *const bindings::ctl_table,
+    write: c_int,
+    buffer: *mut c_void,
+    lenp: *mut usize,
+    ppos: *mut bindings::loff_t,
+) -> c_int {
+    // SAFETY: valid pointers (caller).
+    let (len, pos) = unsafe { (*lenp, *ppos) };
+    if write != 0 {
+        // SAFETY: `capable()` has no preconditions.
+        if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) } {
+            return EPERM.to_errno();
+        }
+        // A zero-length write(2) is a no-op, as for any sysctl.
+        if len == 0 {
+            return 0;
+        }
+        if pos != 0 {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: `buffer` holds `len` bytes (caller).
+        let input = unsafe { core::slice::from_raw_parts(buffer.cast::<u8>(), len) };
+        let Some(on) = parse_sysctl_value(input) else {
+            return EINVAL.to_errno();
+        };
+        if !profiling_supported() {
+            return EPERM.to_errno();
+        }
+        set_enabled(on);
+        // SAFETY: valid (caller).
+        unsafe { *ppos = len as bindings::loff_t };
+        return 0;
+    }
+    let text: &[u8] = if profiling_enabled() { b"1\n" } else { b"0\n" };
+    let start = usize::try_from(pos).unwrap_or(usize::MAX).min(text.len());
+    let n = (text.len() - start).min(len);
+    // SAFETY: `buffer` has room for `len >= n` bytes (caller).
+    unsafe {
+        core::ptr::copy_nonoverlapping(text[start..].as_ptr(), buffer.cast::<u8>(), n);
+        *lenp = n;
+        *ppos = pos + n as bindings::loff_t;
+    }
+    0
+}
+
+/// The `vm` sysctl table with its one entry.
+#[repr(transparent)]
+struct SysctlTable(Opaque<[bindings::ctl_table; 1]>);
+
+// SAFETY: written once at init (the mode) before it is registered.
+unsafe impl Sync for SysctlTable {}
+
+static SYSCTL: SysctlTable = SysctlTable(Opaque::new([bindings::ctl_table {
+    procname: b"mem_profiling\0".as_ptr().cast::<c_char>(),
+    data: core::ptr::null_mut(),
+    maxlen: 0,
+    mode: 0o644,
+    proc_handler: Some(mem_profiling_sysctl),
+    poll: core::ptr::null_mut(),
+    extra1: core::ptr::null_mut(),
+    extra2: core::ptr::null_mut(),
+}]));
+
+fn sysctl_init() {
+    let read_only = !profiling_supported() || cfg!(CONFIG_MEM_ALLOC_PROFILING_DEBUG);
+    let table = SYSCTL.0.get().cast::<bindings::ctl_table>();
+    if read_only {
+        // SAFETY: not yet registered, so nothing else reads the table.
+        unsafe { (*table).mode = 0o444 };
+    }
+    // SAFETY: the table and its strings are static; one entry.
+    let header = unsafe { bindings::register_sysctl_sz(c_str!("vm").as_char_ptr(), table, 1) };
+    if header.is_null() {
+        pr_err!("alloc_tag: cannot register vm.mem_profiling\n");
+    }
+}
+
+/// The profiler's initcall (device level, as upstream).
+#[no_mangle]
+extern "C" fn alloc_tag_init() -> c_int {
+    super::registry::init();
+    // SAFETY: the percpu allocator is up at device initcalls.
+    unsafe { bindings::pcpu_alloc_tag_init_boot_chunks() };
+    sysctl_init();
+    super::report::procfs_init();
+    pr_info!(
+        "alloc_tag: Rust core, {} tags in vmlinux, profiling {}\n",
+        super::registry::read().map_or(0, |r| r.len()),
+        if profiling_enabled() {
+            "on"
+        } else if profiling_supported() {
+            "off"
+        } else {
+            "never"
+        }
+    );
+    0
+}
+
+#[cfg(CONFIG_HAVE_ARCH_PREL32_RELOCATIONS)]
+core::arch::global_asm!(
+    r#".section ".initcall6.init", "a"
+    __alloc_tag_initcall:
+        .long   alloc_tag_init - .
+    .previous"#
+);
+
+#[cfg(not(CONFIG_HAVE_ARCH_PREL32_RELOCATIONS))]
+#[used]
+#[link_section = ".initcall6.init"]
+static ALLOC_TAG_INITCALL: extern "C" fn() -> c_int = alloc_tag_init;

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory allocation profiling, the core.
+//!
+//! C headers: [`include/linux/alloc_tag.h`](srctree/include/linux/alloc_tag.h),
+//! [`include/linux/pgalloc_tag.h`](srctree/include/linux/pgalloc_tag.h)
+//!
+//! Every allocation call site in C has a static [`AllocTag`] in the
+//! `alloc_tags` section (the `alloc_hooks()` macro defines it and points
+//! `current->alloc_tag` at it around the allocation). The allocators' hooks,
+//! guarded in C by the `mem_alloc_profiling_key` static key, call into this
+//! module:
+//!
+//! - [`tag_ref`]: charging and uncharging through an object's tag reference
+//!   (slab object extensions, percpu chunk extensions);
+//! - [`page`]: the per-page tag reference in `page_ext`, split and migration;
+//! - [`registry`]: the tags of vmlinux and of each loaded module;
+//! - [`control`]: the static key, `sysctl.vm.mem_profiling=` and
+//!   `/proc/sys/vm/mem_profiling`;
+//! - [`report`]: `/proc/allocinfo` and the top users for `show_mem()`.
+//!
+//! Counters are per-CPU `{bytes, calls}` pairs updated without locks, with one
+//! segment-relative instruction each on x86_64 ([`crate::percpu`]). Readers sum
+//! them over the possible CPUs.
+
+use crate::{bindings, percpu::PerCpuPtr, str::CStr, types::Opaque};
+use core::mem::offset_of;
+
+pub mod control;
+pub mod page;
+pub mod parse;
+pub mod registry;
+pub mod report;
+pub mod tag_ref;
+
+/// The counters of one tag, summed over all CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Bytes currently allocated from the call site.
+    pub bytes: i64,
+    /// Allocations from the call site that are still alive.
+    pub calls: u64,
+}
+
+/// The tag of one allocation call site (`struct alloc_tag`).
+///
+/// # Invariants
+///
+/// The wrapped tag lives in an `alloc_tags` section (of vmlinux, or of a
+/// module whose data outlives every reference to the tag), its code tag
+/// fields never change, and `counters` is always a live `__percpu` pointer.
+#[repr(transparent)]
+pub struct AllocTag(Opaque<bindings::alloc_tag>);
+
+// SAFETY: the code tag is immutable and the counters are only updated through
+// per-CPU operations, which are safe from any CPU.
+unsafe impl Sync for AllocTag {}
+
+impl AllocTag {
+    /// Borrows a tag.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to an `alloc_tag` that satisfies the type invariants
+    /// for `'a`.
+    #[inline]
+    pub unsafe fn from_raw<'a>(ptr: *mut bindings::alloc_tag) -> &'a AllocTag {
+        // SAFETY: transparent wrapper; validity is the caller's promise.
+        unsafe { &*ptr.cast() }
+    }
+
+    /// Borrows the tag whose code tag is `ct`.
+    ///
+    /// # Safety
+    ///
+    /// `ct` must be the `ct` field of an `alloc_tag` satisfying the type
+    /// invariants for `'a`.
+    #[inline]
+    pub unsafe fn from_codetag<'a>(ct: *mut bindings::codetag) -> &'a AllocTag {
+        let tag = ct
+            .cast::<u8>()
+            .wrapping_sub(offset_of!(bindings::alloc_tag, ct))
+            .cast::<bindings::alloc_tag>();
+        // SAFETY: `ct` is embedded in an `alloc_tag` (caller), so `tag` is it.
+        unsafe { Self::from_raw(tag) }
+    }
+
+    /// The raw tag.
+    #[inline]
+    pub fn as_raw(&self) -> *mut bindings::alloc_tag {
+        self.0.get()
+    }
+
+    /// The code tag, as stored in tag references.
+    #[inline]
+    pub fn codetag(&self) -> *mut bindings::codetag {
+        // SAFETY: projecting a field of a valid tag.
+        unsafe { core::ptr::addr_of_mut!((*self.as_raw()).ct) }
+    }
+
+    #[inline(always)]
+    fn counters(&self) -> PerCpuPtr<bindings::alloc_tag_counters> {
+        // SAFETY: the tag is valid (invariant). `counters` may be redirected
+        // at module unload by another CPU, hence the volatile read of the
+        // pointer-sized field.
+        let ptr = unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*self.as_raw()).counters)) };
+        // SAFETY: `counters` is a live `__percpu` pointer (invariant).
+        unsafe { PerCpuPtr::from_raw(ptr) }
+    }
+
+    #[inline(always)]
+    fn bytes_ptr(&self) -> PerCpuPtr<u64> {
+        // SAFETY: `bytes` is a `u64` field of `alloc_tag_counters`.
+        unsafe { self.counters().field(offset_of!(bindings::alloc_tag_counters, bytes)) }
+    }
+
+    #[inline(always)]
+    fn calls_ptr(&self) -> PerCpuPtr<u64> {
+        // SAFETY: `calls` is a `u64` field of `alloc_tag_counters`.
+        unsafe { self.counters().field(offset_of!(bindings::alloc_tag_counters, calls)) }
+    }
+
+    /// Counts one allocation of `bytes`.
+    #[inline(always)]
+    pub fn charge(&self, bytes: usize) {
+        self.calls_ptr().this_cpu_add(1);
+        self.bytes_ptr().this_cpu_add(bytes as u64);
+    }
+
+    /// Uncounts one allocation of `bytes`.
+    #[inline(always)]
+    pub fn uncharge(&self, bytes: usize) {
+        self.calls_ptr().this_cpu_sub(1);
+        self.bytes_ptr().this_cpu_sub(bytes as u64);
+    }
+
+    /// Counts one more live piece (a split allocation), bytes unchanged.
+    #[inline(always)]
+    pub fn add_call(&self) {
+        self.calls_ptr().this_cpu_add(1);
+    }
+
+    /// Uncounts `bytes` without a call (tail pages freed apart from the head).
+    #[inline(always)]
+    pub fn sub_bytes(&self, bytes: usize) {
+        self.bytes_ptr().this_cpu_sub(bytes as u64);
+    }
+
+    /// The counters summed over all possible CPUs.
+    pub fn read(&self) -> Counters {
+        Counters {
+            bytes: self.bytes_ptr().sum() as i64,
+            calls: self.calls_ptr().sum(),
+        }
+    }
+
+    /// Points the counters elsewhere: used when the module that holds the
+    /// current ones goes away while allocations charged to it live on.
+    ///
+    /// # Safety
+    ///
+    /// `counters` must be a `__percpu` pointer to counters that live as long
+    /// as the tag.
+    pub unsafe fn redirect_counters(&self, counters: *mut bindings::alloc_tag_counters) {
+        // SAFETY: the tag is valid; a volatile store of the aligned pointer
+        // field is seen whole by the volatile loads in `counters()`.
+        unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!((*self.as_raw()).counters), counters) };
+    }
+
+    fn ct(&self) -> &bindings::codetag {
+        // SAFETY: the code tag fields are immutable (invariant), so a shared
+        // reference to them is sound.
+        unsafe { &*self.codetag() }
+    }
+
+    /// The source line.
+    pub fn line(&self) -> u32 {
+        self.ct().lineno
+    }
+
+    /// The source file path.
+    pub fn file(&self) -> &CStr {
+        // SAFETY: `filename` is a static NUL-terminated string (`__FILE__`).
+        unsafe { CStr::from_char_ptr(self.ct().filename) }
+    }
+
+    /// The function name.
+    pub fn function(&self) -> &CStr {
+        // SAFETY: `function` is a static NUL-terminated string (`__func__`).
+        unsafe { CStr::from_char_ptr(self.ct().function) }
+    }
+
+    /// The module name, `None` for code built into vmlinux.
+    pub fn module_name(&self) -> Option<&CStr> {
+        let m = self.ct().modname;
+        if m.is_null() {
+            None
+        } else {
+            // SAFETY: a non-NULL `modname` is a static string (`KBUILD_MODNAME`).
+            Some(unsafe { CStr::from_char_ptr(m) })
+        }
+    }
+}

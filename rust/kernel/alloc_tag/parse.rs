@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Parsers of the profiler's user input: the boot parameter and sysctl writes.
+//!
+//! Pure functions of bytes with no kernel dependency, so that the same file
+//! is also built and fuzzed on the host.
+
+/// What `sysctl.vm.mem_profiling=` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BootMode {
+    /// `0`: compiled in and able to start later, off now.
+    Off,
+    /// `1`: counting from boot.
+    On,
+    /// `never`: off for good, no page_ext, sysctl read-only.
+    Never,
+}
+
+/// Why a boot value was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BootError {
+    /// Nothing after the `=`.
+    Empty,
+    /// Not `0`, `1` or `never`.
+    BadMode,
+    /// Something after a comma.
+    BadOption,
+}
+
+impl BootError {
+    /// One line for the kernel log.
+    pub fn describe(self) -> &'static str {
+        match self {
+            BootError::Empty => "empty value",
+            BootError::BadMode => "expected 0, 1 or never",
+            BootError::BadOption => "no options are supported after the comma",
+        }
+    }
+}
+
+/// Parses the value of `sysctl.vm.mem_profiling=`: exactly `0`, `1` or `never`.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::alloc_tag::parse::{parse_boot_value, BootError, BootMode};
+///
+/// assert_eq!(parse_boot_value(b"1"), Ok(BootMode::On));
+/// assert_eq!(parse_boot_value(b"never"), Ok(BootMode::Never));
+/// assert_eq!(parse_boot_value(b"nevermore"), Err(BootError::BadMode));
+/// assert_eq!(parse_boot_value(b"1,compressed"), Err(BootError::BadOption));
+/// assert_eq!(parse_boot_value(b""), Err(BootError::Empty));
+/// ```
+pub fn parse_boot_value(value: &[u8]) -> Result<BootMode, BootError> {
+    if value.is_empty() {
+        return Err(BootError::Empty);
+    }
+    let (mode, options) = match value.iter().position(|&b| b == b',') {
+        Some(i) => (&value[..i], Some(&value[i + 1..])),
+        None => (value, None),
+    };
+    let mode = match mode {
+        b"0" => BootMode::Off,
+        b"1" => BootMode::On,
+        b"never" => BootMode::Never,
+        _ => return Err(BootError::BadMode),
+    };
+    match options {
+        None => Ok(mode),
+        Some(_) => Err(BootError::BadOption),
+    }
+}
+
+/// Parses a write to `/proc/sys/vm/mem_profiling`: `0` or `1`, optionally
+/// surrounded by ASCII whitespace (so `echo 1 >` works). Anything else is
+/// `None`.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::alloc_tag::parse::parse_sysctl_value;
+///
+/// assert_eq!(parse_sysctl_value(b"1\n"), Some(true));
+/// assert_eq!(parse_sysctl_value(b" 0"), Some(false));
+/// assert_eq!(parse_sysctl_value(b"2"), None);
+/// assert_eq!(parse_sysctl_value(b"-1"), None);
+/// assert_eq!(parse_sysctl_value(b"\n"), None);
+/// assert_eq!(parse_sysctl_value(b"1 1"), None);
+/// ```
+pub fn parse_sysctl_value(input: &[u8]) -> Option<bool> {
+    // The proc core hands over a NUL-terminated copy; stop at the first NUL.
+    let input = match input.iter().position(|&b| b == 0) {
+        Some(i) => &input[..i],
+        None => input,
+    };
+    let start = input.iter().position(|b| !b.is_ascii_whitespace())?;
+    let end = input.iter().rposition(|b| !b.is_ascii_whitespace())?;
+    match &input[start..=end] {
+        b"0" => Some(false),
+        b"1" => Some(true),
+        _ => None,
+    }
+}

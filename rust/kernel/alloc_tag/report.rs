@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Reports: `/proc/allocinfo` (format v1.0, byte for byte as upstream) and
+//! the top users that `show_mem()` prints on OOM.
+//!
+//! `/proc/allocinfo` is root-only (0400). After the two header lines, one row
+//! per tag, zero rows included, in registry order:
+//!
+//! ```text
+//! allocinfo - version: 1.0
+//! #     <size>  <calls> <tag info>
+//!        4096        1 mm/percpu.c:1234 func:pcpu_alloc_chunk
+//!         128        1 drivers/foo.c:56 [foo] func:foo_probe
+//! ```
+//!
+//! Size is right-aligned in 12 (signed), calls in 8, then `file:line`, the
+//! module in brackets if any, `func:name`, and a trailing space. A `read()`
+//! resumes at its position in O(number of modules), never by walking the
+//! tags already returned.
+
+use super::{registry, AllocTag};
+use crate::{bindings, seq_file::SeqFile, types::Opaque};
+use core::ffi::{c_int, c_void};
+use core::fmt::Write;
+
+const HEADER: &[u8] = b"allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n";
+
+/// Writes one v1.0 row for `tag`.
+fn write_row(m: &SeqFile, tag: &AllocTag) {
+    let c = tag.read();
+    let mut w = m;
+    // `SeqFile` writes cannot fail: an overflow makes the seq_file core grow
+    // its buffer and show this record again.
+    let _ = write!(w, "{:>12} {:>8} {}:{} ", c.bytes, c.calls, tag.file(), tag.line());
+    if let Some(module) = tag.module_name() {
+        let _ = write!(w, "[{}] ", module);
+    }
+    let _ = write!(w, "func:{} \n", tag.function());
+}
+
+/// `seq_operations::start`: takes the registry for reading until `stop`.
+unsafe extern "C" fn allocinfo_start(_m: *mut bindings::seq_file, pos: *mut bindings::loff_t) -> *mut c_void {
+    let Some(guard) = registry::read() else {
+        return core::ptr::null_mut();
+    };
+    // The lock stays held until `allocinfo_stop`, which the seq_file core
+    // always calls after `start`.
+    core::mem::forget(guard);
+    // SAFETY: `pos` is valid (seq_file core).
+    tag_at(unsafe { *pos })
+}
+
+fn tag_at(pos: bindings::loff_t) -> *mut c_void {
+    let Ok(pos) = usize::try_from(pos) else {
+        return core::ptr::null_mut();
+    };
+    // SAFETY: the registry is held for reading by this reader since `start`.
+    let guard = unsafe { registry::ReadGuard::assume_held() };
+    let tag = guard.tag_at(pos);
+    core::mem::forget(guard);
+    tag.map_or(core::ptr::null_mut(), |t| t.as_raw().cast())
+}
+
+unsafe extern "C" fn allocinfo_next(
+    _m: *mut bindings::seq_file,
+    _v: *mut c_void,
+    pos: *mut bindings::loff_t,
+) -> *mut c_void {
+    // SAFETY: `pos` is valid (seq_file core).
+    unsafe {
+        *pos += 1;
+        tag_at(*pos)
+    }
+}
+
+unsafe extern "C" fn allocinfo_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {
+    // SAFETY: `start` took the registry for reading; this releases it.
+    drop(unsafe { registry::ReadGuard::assume_held() });
+}
+
+unsafe extern "C" fn allocinfo_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
+    // SAFETY: called by the seq_file core with its file.
+    let m = unsafe { SeqFile::from_raw(m) };
+    if m.index() == 0 {
+        m.write_bytes(HEADER);
+    }
+    // SAFETY: `v` is a tag `start`/`next` returned, valid under the lock.
+    write_row(m, unsafe { AllocTag::from_raw(v.cast()) });
+    0
+}
+
+#[repr(transparent)]
+struct SeqOps(Opaque<bindings::seq_operations>);
+
+// SAFETY: never written after build.
+unsafe impl Sync for SeqOps {}
+
+static ALLOCINFO_OPS: SeqOps = SeqOps(Opaque::new(bindings::seq_operations {
+    start: Some(allocinfo_start),
+    stop: Some(allocinfo_stop),
+    next: Some(allocinfo_next),
+    show: Some(allocinfo_show),
+}));
+
+pub(super) fn procfs_init() {
+    // SAFETY: the ops are static; the name is a static string.
+    let entry = unsafe {
+        bindings::proc_create_seq_private(
+            b"allocinfo\0".as_ptr().cast(),
+            0o400,
+            core::ptr::null_mut(),
+            ALLOCINFO_OPS.0.get(),
+            0,
+            core::ptr::null_mut(),
+        )
+    };
+    if entry.is_null() {
+        crate::pr_err!("alloc_tag: cannot create /proc/allocinfo\n");
+    }
+}
+
+/// Fills `tags[..count]` with the tags holding the most bytes, largest
+/// first, and returns how many it filled. Never sleeps unless `can_sleep`:
+/// without it, gives up (returns 0) if the registry is being changed.
+///
+/// # Safety
+///
+/// `tags` points to `count` writable `codetag_bytes`.
+#[no_mangle]
+pub unsafe extern "C" fn alloc_tag_top_users(
+    tags: *mut bindings::codetag_bytes,
+    count: usize,
+    can_sleep: bool,
+) -> usize {
+    if tags.is_null() || count == 0 {
+        return 0;
+    }
+    let guard = if can_sleep { registry::read() } else { registry::try_read() };
+    let Some(guard) = guard else {
+        return 0;
+    };
+    // SAFETY: `count` writable entries (caller), used only here.
+    let out = unsafe { core::slice::from_raw_parts_mut(tags, count) };
+    let mut nr = 0;
+    for tag in guard.tags() {
+        let bytes = tag.read().bytes;
+        // Insertion into the sorted prefix `out[..nr]`, largest first.
+        let Some(i) = (0..nr).find(|&i| bytes > out[i].bytes).or((nr < count).then_some(nr)) else {
+            continue;
+        };
+        let last = nr.min(count - 1);
+        out.copy_within(i..last, i + 1);
+        out[i] = bindings::codetag_bytes {
+            ct: tag.codetag(),
+            bytes,
+        };
+        nr = (nr + 1).min(count);
+    }
+    nr
+}

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Per-CPU data: `__percpu` pointers, this-CPU updates and sums over CPUs.
+//!
+//! C header: [`include/linux/percpu.h`](srctree/include/linux/percpu.h)
+//!
+//! A `__percpu` pointer is not an address: each CPU reaches its own copy of the
+//! object at the pointer plus that CPU's offset. On x86_64 the running CPU's
+//! offset is the `gs` segment base, so a this-CPU update is one
+//! segment-relative instruction that cannot be split by preemption or an
+//! interrupt, and needs neither. Elsewhere the update goes through the C
+//! `this_cpu_add()`.
+
+use crate::bindings;
+use core::marker::PhantomData;
+
+/// A `__percpu` pointer to a `T`.
+///
+/// # Invariants
+///
+/// The pointer came from a per-CPU allocation or a `DEFINE_PER_CPU` variable,
+/// and the per-CPU object stays allocated while this value is used.
+#[repr(transparent)]
+pub struct PerCpuPtr<T> {
+    ptr: *mut T,
+    _t: PhantomData<T>,
+}
+
+impl<T> Clone for PerCpuPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for PerCpuPtr<T> {}
+
+impl<T> PerCpuPtr<T> {
+    /// Wraps a raw `__percpu` pointer.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a `__percpu` pointer to a `T` that stays allocated for as
+    /// long as the returned value (and its copies) are used.
+    #[inline]
+    pub const unsafe fn from_raw(ptr: *mut T) -> Self {
+        // INVARIANT: guaranteed by the caller.
+        Self {
+            ptr,
+            _t: PhantomData,
+        }
+    }
+
+    /// The raw `__percpu` pointer.
+    #[inline]
+    pub fn as_raw(self) -> *mut T {
+        self.ptr
+    }
+
+    /// The `__percpu` pointer of a field `byte_offset` bytes into `T`.
+    ///
+    /// # Safety
+    ///
+    /// `byte_offset` must be the offset of a field of type `U` in `T`.
+    #[inline]
+    pub unsafe fn field<U>(self, byte_offset: usize) -> PerCpuPtr<U> {
+        // INVARIANT: the field lies inside the same per-CPU object, which
+        // outlives `self`. `wrapping_add` because a `__percpu` pointer is an
+        // offset, not an address inside an allocation.
+        PerCpuPtr {
+            ptr: self.ptr.cast::<u8>().wrapping_add(byte_offset).cast::<U>(),
+            _t: PhantomData,
+        }
+    }
+
+    /// The address of `cpu`'s copy.
+    #[inline]
+    pub fn cpu_ptr(self, cpu: Cpu) -> *mut T {
+        // SAFETY: `cpu` is a possible CPU (invariant of `Cpu`) and the object
+        // is a per-CPU object (invariant of `Self`), which is all
+        // `per_cpu_ptr()` needs.
+        unsafe { bindings::per_cpu_ptr(self.ptr.cast(), cpu.0) }.cast()
+    }
+}
+
+impl PerCpuPtr<u64> {
+    /// Adds `val` (modulo 2^64) to the running CPU's copy.
+    ///
+    /// Safe to call with preemption and interrupts enabled: the update is
+    /// a single instruction relative to the CPU's per-CPU base.
+    #[inline(always)]
+    pub fn this_cpu_add(self, val: u64) {
+        #[cfg(CONFIG_X86_64)]
+        // SAFETY: by the type invariant `self.ptr` is a `__percpu` pointer to
+        // a live `u64`, so `gs:[ptr]` is the running CPU's copy; the `add` is
+        // one read-modify-write of it that preemption or an interrupt cannot
+        // split. It touches only that `u64` and the flags.
+        unsafe {
+            core::arch::asm!(
+                "add qword ptr gs:[{ptr}], {val}",
+                ptr = in(reg) self.ptr,
+                val = in(reg) val,
+                options(nostack),
+            );
+        }
+        #[cfg(not(CONFIG_X86_64))]
+        // SAFETY: `self.ptr` is a `__percpu` pointer to a live `u64` by the
+        // type invariant, which is what `this_cpu_add()` needs.
+        unsafe {
+            bindings::this_cpu_add_u64(self.ptr, val)
+        }
+    }
+
+    /// Subtracts `val` (modulo 2^64) from the running CPU's copy.
+    #[inline(always)]
+    pub fn this_cpu_sub(self, val: u64) {
+        self.this_cpu_add(val.wrapping_neg());
+    }
+
+    /// The sum (modulo 2^64) of every possible CPU's copy.
+    ///
+    /// Racy against concurrent updates by design: each copy is read once,
+    /// whole, so the result is some interleaving of the updates.
+    pub fn sum(self) -> u64 {
+        possible_cpus().fold(0u64, |acc, cpu| {
+            // SAFETY: `cpu_ptr` is the address of a live, aligned `u64` (type
+            // invariant); a volatile read of a machine word is not torn.
+            acc.wrapping_add(unsafe { core::ptr::read_volatile(self.cpu_ptr(cpu)) })
+        })
+    }
+}
+
+/// A possible CPU's number.
+///
+/// # Invariants
+///
+/// The number is set in `cpu_possible_mask`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cpu(u32);
+
+impl Cpu {
+    /// The CPU number.
+    #[inline]
+    pub fn id(self) -> u32 {
+        self.0
+    }
+}
+
+/// Iterator over the possible CPUs, in ascending order.
+pub struct PossibleCpus {
+    next: i32,
+}
+
+/// The possible CPUs.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::percpu::possible_cpus;
+///
+/// let n = possible_cpus().count();
+/// assert!(n >= 1);
+/// assert_eq!(possible_cpus().next().map(|c| c.id()), Some(0));
+/// ```
+#[inline]
+pub fn possible_cpus() -> PossibleCpus {
+    PossibleCpus { next: -1 }
+}
+
+impl Iterator for PossibleCpus {
+    type Item = Cpu;
+
+    #[inline]
+    fn next(&mut self) -> Option<Cpu> {
+        // SAFETY: `cpumask_next()` accepts any CPU number from -1 up.
+        let cpu = unsafe { bindings::cpumask_next_possible(self.next) };
+        // SAFETY: `nr_cpu_ids` is set once during early boot and only read after.
+        if cpu >= unsafe { bindings::nr_cpu_ids } {
+            self.next = i32::MAX - 1;
+            return None;
+        }
+        self.next = cpu as i32;
+        // INVARIANT: `cpumask_next()` returned a set bit of `cpu_possible_mask`.
+        Some(Cpu(cpu))
+    }
+}
