@@ -14,8 +14,8 @@
 //!   read-only (0444) after `never` and in `MEM_ALLOC_PROFILING_DEBUG` builds.
 
 use super::parse::{parse_boot_value, parse_sysctl_value, BootMode};
-use crate::{bindings, c_str, error::code::*, pr_err, pr_info, types::Opaque};
 use crate::ffi::{c_char, c_int};
+use crate::{bindings, c_str, error::code::*, pr_err, pr_info, types::Opaque};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -56,7 +56,8 @@ const fn key_init(on: bool) -> bindings::static_key {
 /// `struct static_key_true` (or `_false`), as `DECLARE_STATIC_KEY_MAYBE()`
 /// declares it: both are a bare `struct static_key`.
 #[no_mangle]
-pub static mem_alloc_profiling_key: ProfilingKey = ProfilingKey(Opaque::new(key_init(ENABLED_BY_DEFAULT)));
+pub static mem_alloc_profiling_key: ProfilingKey =
+    ProfilingKey(Opaque::new(key_init(ENABLED_BY_DEFAULT)));
 
 /// Profiling can be switched on (not `never`).
 static SUPPORTED: AtomicBool = AtomicBool::new(ENABLED_BY_DEFAULT);

@@ -103,7 +103,8 @@ impl AllocTag {
         // SAFETY: the tag is valid (invariant). `counters` may be redirected
         // at module unload by another CPU, hence the volatile read of the
         // pointer-sized field.
-        let ptr = unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*self.as_raw()).counters)) };
+        let ptr =
+            unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*self.as_raw()).counters)) };
         // SAFETY: `counters` is a live `__percpu` pointer (invariant).
         unsafe { PerCpuPtr::from_raw(ptr) }
     }
@@ -111,13 +112,19 @@ impl AllocTag {
     #[inline(always)]
     fn bytes_ptr(&self) -> PerCpuPtr<u64> {
         // SAFETY: `bytes` is a `u64` field of `alloc_tag_counters`.
-        unsafe { self.counters().field(offset_of!(bindings::alloc_tag_counters, bytes)) }
+        unsafe {
+            self.counters()
+                .field(offset_of!(bindings::alloc_tag_counters, bytes))
+        }
     }
 
     #[inline(always)]
     fn calls_ptr(&self) -> PerCpuPtr<u64> {
         // SAFETY: `calls` is a `u64` field of `alloc_tag_counters`.
-        unsafe { self.counters().field(offset_of!(bindings::alloc_tag_counters, calls)) }
+        unsafe {
+            self.counters()
+                .field(offset_of!(bindings::alloc_tag_counters, calls))
+        }
     }
 
     /// Counts one allocation of `bytes`.
@@ -164,7 +171,9 @@ impl AllocTag {
     pub unsafe fn redirect_counters(&self, counters: *mut bindings::alloc_tag_counters) {
         // SAFETY: the tag is valid; a volatile store of the aligned pointer
         // field is seen whole by the volatile loads in `counters()`.
-        unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!((*self.as_raw()).counters), counters) };
+        unsafe {
+            core::ptr::write_volatile(core::ptr::addr_of_mut!((*self.as_raw()).counters), counters)
+        };
     }
 
     fn ct(&self) -> &bindings::codetag {

@@ -24,13 +24,14 @@ unsafe impl Sync for PageExtOps {}
 /// Named as the C side expects it (`include/linux/pgalloc_tag.h`); `page_ext`
 /// fills in `offset` during boot.
 #[no_mangle]
-pub static page_alloc_tagging_ops: PageExtOps = PageExtOps(Opaque::new(bindings::page_ext_operations {
-    offset: 0,
-    size: size_of::<bindings::codetag_ref>(),
-    need: Some(need_page_alloc_tagging),
-    init: None,
-    need_shared_flags: false,
-}));
+pub static page_alloc_tagging_ops: PageExtOps =
+    PageExtOps(Opaque::new(bindings::page_ext_operations {
+        offset: 0,
+        size: size_of::<bindings::codetag_ref>(),
+        need: Some(need_page_alloc_tagging),
+        init: None,
+        need_shared_flags: false,
+    }));
 
 extern "C" fn need_page_alloc_tagging() -> bool {
     super::control::profiling_supported()
@@ -94,11 +95,21 @@ fn pages_bytes(nr: u32) -> usize {
 ///
 /// `page` is the head of `nr` pages being allocated; `tag` is NULL or a tag.
 #[no_mangle]
-pub unsafe extern "C" fn __pgalloc_tag_add(page: *mut bindings::page, tag: *mut bindings::alloc_tag, nr: u32) {
+pub unsafe extern "C" fn __pgalloc_tag_add(
+    page: *mut bindings::page,
+    tag: *mut bindings::alloc_tag,
+    nr: u32,
+) {
     if let Some(r) = PageRef::get(page) {
         // SAFETY: the reference belongs to the page being allocated; `tag` is
         // NULL or a tag (caller).
-        unsafe { super::tag_ref::alloc_tag_add(core::ptr::from_ref(r.tag_ref()).cast_mut().cast(), tag, pages_bytes(nr)) };
+        unsafe {
+            super::tag_ref::alloc_tag_add(
+                core::ptr::from_ref(r.tag_ref()).cast_mut().cast(),
+                tag,
+                pages_bytes(nr),
+            )
+        };
     }
 }
 
@@ -156,7 +167,11 @@ pub unsafe extern "C" fn __clear_page_tag_ref(page: *mut bindings::page) {
 /// `folio` is an allocated folio of order `old_order` being split into pieces
 /// of order `new_order`.
 #[no_mangle]
-pub unsafe extern "C" fn __pgalloc_tag_split(folio: *mut bindings::folio, old_order: i32, new_order: i32) {
+pub unsafe extern "C" fn __pgalloc_tag_split(
+    folio: *mut bindings::folio,
+    old_order: i32,
+    new_order: i32,
+) {
     if !(0..32).contains(&new_order) || !(new_order..32).contains(&old_order) {
         return;
     }
@@ -186,7 +201,8 @@ pub unsafe extern "C" fn __pgalloc_tag_split(folio: *mut bindings::folio, old_or
 #[no_mangle]
 pub unsafe extern "C" fn __pgalloc_tag_swap(new: *mut bindings::folio, old: *mut bindings::folio) {
     // SAFETY: both folios are valid (caller), so are their head pages.
-    let (new_head, old_head) = unsafe { (bindings::folio_page(new, 0), bindings::folio_page(old, 0)) };
+    let (new_head, old_head) =
+        unsafe { (bindings::folio_page(new, 0), bindings::folio_page(old, 0)) };
     let (Some(rn), Some(ro)) = (PageRef::get(new_head), PageRef::get(old_head)) else {
         return;
     };

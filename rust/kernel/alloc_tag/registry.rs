@@ -58,7 +58,8 @@ static READY: AtomicBool = AtomicBool::new(false);
 
 /// Counters that module tags are pointed at when their module goes away with
 /// allocations still charged to them (a `__percpu` pointer, NULL until init).
-static ORPHAN_COUNTERS: AtomicPtr<bindings::alloc_tag_counters> = AtomicPtr::new(core::ptr::null_mut());
+static ORPHAN_COUNTERS: AtomicPtr<bindings::alloc_tag_counters> =
+    AtomicPtr::new(core::ptr::null_mut());
 
 fn vmlinux() -> Segment {
     // The linker defines both symbols around the section; only their

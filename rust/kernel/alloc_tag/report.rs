@@ -31,7 +31,14 @@ fn write_row(m: &SeqFile, tag: &AllocTag) {
     let mut w = m;
     // `SeqFile` writes cannot fail: an overflow makes the seq_file core grow
     // its buffer and show this record again.
-    let _ = write!(w, "{:>12} {:>8} {}:{} ", c.bytes, c.calls, tag.file(), tag.line());
+    let _ = write!(
+        w,
+        "{:>12} {:>8} {}:{} ",
+        c.bytes,
+        c.calls,
+        tag.file(),
+        tag.line()
+    );
     if let Some(module) = tag.module_name() {
         let _ = write!(w, "[{}] ", module);
     }
@@ -39,7 +46,10 @@ fn write_row(m: &SeqFile, tag: &AllocTag) {
 }
 
 /// `seq_operations::start`: takes the registry for reading until `stop`.
-unsafe extern "C" fn allocinfo_start(_m: *mut bindings::seq_file, pos: *mut bindings::loff_t) -> *mut c_void {
+unsafe extern "C" fn allocinfo_start(
+    _m: *mut bindings::seq_file,
+    pos: *mut bindings::loff_t,
+) -> *mut c_void {
     let Some(guard) = registry::read() else {
         return core::ptr::null_mut();
     };
@@ -135,7 +145,11 @@ pub unsafe extern "C" fn alloc_tag_top_users(
     if tags.is_null() || count == 0 {
         return 0;
     }
-    let guard = if can_sleep { registry::read() } else { registry::try_read() };
+    let guard = if can_sleep {
+        registry::read()
+    } else {
+        registry::try_read()
+    };
     let Some(guard) = guard else {
         return 0;
     };
@@ -145,7 +159,10 @@ pub unsafe extern "C" fn alloc_tag_top_users(
     for tag in guard.tags() {
         let bytes = tag.read().bytes;
         // Insertion into the sorted prefix `out[..nr]`, largest first.
-        let Some(i) = (0..nr).find(|&i| bytes > out[i].bytes).or((nr < count).then_some(nr)) else {
+        let Some(i) = (0..nr)
+            .find(|&i| bytes > out[i].bytes)
+            .or((nr < count).then_some(nr))
+        else {
             continue;
         };
         let last = nr.min(count - 1);

@@ -162,7 +162,10 @@ mod debug {
 
         #[cold]
         pub(super) fn overwritten() {
-            warn_once(&NOT_CLEARED, crate::c_str!("alloc_tag was not cleared before being set"));
+            warn_once(
+                &NOT_CLEARED,
+                crate::c_str!("alloc_tag was not cleared before being set"),
+            );
         }
 
         #[cold]
@@ -250,7 +253,9 @@ pub unsafe extern "C" fn alloc_tag_sub(ref_: *mut bindings::codetag_ref, bytes: 
 ///
 /// `tag` is a tag in an `alloc_tags` section.
 #[no_mangle]
-pub unsafe extern "C" fn alloc_tag_read(tag: *mut bindings::alloc_tag) -> bindings::alloc_tag_counters {
+pub unsafe extern "C" fn alloc_tag_read(
+    tag: *mut bindings::alloc_tag,
+) -> bindings::alloc_tag_counters {
     // SAFETY: valid by the function's safety contract.
     let c = unsafe { AllocTag::from_raw(tag) }.read();
     bindings::alloc_tag_counters {
