@@ -203,7 +203,7 @@ struct SysctlTable(Opaque<[bindings::ctl_table; 1]>);
 unsafe impl Sync for SysctlTable {}
 
 static SYSCTL: SysctlTable = SysctlTable(Opaque::new([bindings::ctl_table {
-    procname: b"mem_profiling\0".as_ptr().cast::<c_char>(),
+    procname: c"mem_profiling".as_ptr().cast::<c_char>(),
     data: core::ptr::null_mut(),
     maxlen: 0,
     mode: 0o644,

@@ -42,10 +42,14 @@ fn write_row(m: &SeqFile, tag: &AllocTag) {
     if let Some(module) = tag.module_name() {
         let _ = write!(w, "[{}] ", module);
     }
-    let _ = write!(w, "func:{} \n", tag.function());
+    let _ = writeln!(w, "func:{} ", tag.function());
 }
 
 /// `seq_operations::start`: takes the registry for reading until `stop`.
+///
+/// # Safety
+///
+/// Called by the seq_file core: `pos` is valid.
 unsafe extern "C" fn allocinfo_start(
     _m: *mut bindings::seq_file,
     pos: *mut bindings::loff_t,
@@ -71,6 +75,12 @@ fn tag_at(pos: bindings::loff_t) -> *mut c_void {
     tag.map_or(core::ptr::null_mut(), |t| t.as_raw().cast())
 }
 
+/// `seq_operations::next`.
+///
+/// # Safety
+///
+/// Called by the seq_file core after `start`: `pos` is valid and the
+/// registry is held for reading.
 unsafe extern "C" fn allocinfo_next(
     _m: *mut bindings::seq_file,
     _v: *mut c_void,
@@ -83,11 +93,21 @@ unsafe extern "C" fn allocinfo_next(
     }
 }
 
+/// `seq_operations::stop`: releases what `start` took.
+///
+/// # Safety
+///
+/// Called by the seq_file core once after each `start`.
 unsafe extern "C" fn allocinfo_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {
     // SAFETY: `start` took the registry for reading; this releases it.
     drop(unsafe { registry::ReadGuard::assume_held() });
 }
 
+/// `seq_operations::show`: the header before the first row, then the row.
+///
+/// # Safety
+///
+/// Called by the seq_file core with its file and a tag from `start`/`next`.
 unsafe extern "C" fn allocinfo_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
     // SAFETY: called by the seq_file core with its file.
     let m = unsafe { SeqFile::from_raw(m) };
@@ -116,7 +136,7 @@ pub(super) fn procfs_init() {
     // SAFETY: the ops are static; the name is a static string.
     let entry = unsafe {
         bindings::proc_create_seq_private(
-            b"allocinfo\0".as_ptr().cast(),
+            c"allocinfo".as_ptr().cast(),
             0o400,
             core::ptr::null_mut(),
             ALLOCINFO_OPS.0.get(),
