@@ -5,11 +5,13 @@
 #   make            build, boot in QEMU, print the 20 largest allocation sites
 #   make test       host tests, kernel build, KUnit and selftests in the VM
 #
-# BASE=upstream builds the pristine 6.12 profiler with only our tests on top.
+# BASE=rust (default) builds the Rust core; BASE=upstream the pristine 6.12
+# profiler with only our tests on top.  make test runs the suite on both,
+# make test BASE=x on one.
 # Everything downloaded or built lives under CACHE_DIR, outside the clone.
 
 CACHE_DIR ?= $(HOME)/.cache/allocprof
-BASE      ?= upstream
+BASE      ?= rust
 JOBS      ?= $(shell nproc)
 APPEND    ?=
 CMD       ?=
@@ -35,7 +37,7 @@ PHASE    := $(H)/phase
 export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
-	build host-test boot clean-cache help
+	build host-test boot clean-cache help rustfmtcheck clippy
 
 all: run
 
@@ -81,7 +83,17 @@ boot: build
 		--expect "$(TESTS)" $(if $(BOOTARGS),,--kunit)
 
 test:
-	@$(H)/test.sh
+	@TEST_BASES="$(if $(filter command line,$(origin BASE)),$(BASE),rust upstream)" $(H)/test.sh
+
+# Style checks of the Rust core in its kernel tree (read-only: rustfmt is
+# only asked to check, so the hard-linked pristine tree is never written).
+rustfmtcheck: tree
+	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=-19 rustfmtcheck && echo "rustfmtcheck: clean"
+
+clippy: config
+	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=-19 CLIPPY=1 -j$(JOBS) rust/kernel.o 2>&1 | \
+		tee $(W)/clippy.log | grep -E '^(warning|error)' ; \
+	n=$$(grep -cE '^(warning|error)' $(W)/clippy.log); echo "clippy: $$n warnings"; [ $$n -eq 0 ]
 
 clean-cache:
 	rm -rf $(W)

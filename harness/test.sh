@@ -1,12 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# make test: host tests, the kernel build, then test boots (KUnit and the
-# selftests in the main boot, one boot per boot-parameter value).  Ends with
-# "N passed, N failed" and exits non-zero on any failure.
+# make test: host tests, then for each BASE in $TEST_BASES (default: rust,
+# then upstream, the same suite on both): the kernel build, build checks,
+# and test boots (KUnit and the selftests in the main boot, one boot per
+# boot-parameter value).  Then the test module's rows from both BASEs are
+# compared.  Ends with "N passed, N failed" and exits non-zero on any failure.
 set -uo pipefail
 H=$(cd "$(dirname "$0")" && pwd)
-: "${W:?}" "${BASE:?}"
-mkdir -p "$W/logs"
+: "${CACHE_DIR:?}" "${REPO:?}"
+bases=${TEST_BASES:-rust upstream}
 
 pass=0 fail=0 skip=0
 t0=$(date +%s)
@@ -14,13 +16,15 @@ failures=()
 
 phase_time() { echo "== phase $1: $(( $(date +%s) - $2 ))s"; }
 
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); failures+=("$1"); echo "FAIL $1"; }
+
 # Add the counts of a "... P passed, F failed[, S skipped]" line.
 count() {
 	local line p f s
 	line=$(grep -E '[0-9]+ passed, [0-9]+ failed' <<< "$1" | tail -n 1)
 	if [ -z "$line" ]; then
-		fail=$((fail + 1))
-		failures+=("$2: no result line")
+		bad "$2: no result line"
 		return
 	fi
 	p=$(sed -E 's/.*\b([0-9]+) passed.*/\1/' <<< "$line")
@@ -40,40 +44,96 @@ if [ -x "$REPO/tools/allocinfo/host-test.sh" ]; then
 	rc=$?
 	echo "$out" | grep -E '^(FAIL|not ok)|passed, [0-9]+ failed' | tail -n 20
 	count "$out" "host: allocinfo tool"
-	[ $rc -ne 0 ] && [ "$fail" -eq 0 ] && { fail=$((fail + 1)); failures+=("host: allocinfo tool exit $rc"); }
+	[ $rc -ne 0 ] && [ "$fail" -eq 0 ] && bad "host: allocinfo tool exit $rc"
 	ALLOCINFO_BIN=$(sed -n 's/^ALLOCINFO_BIN=//p' <<< "$out" | tail -n 1)
 	export ALLOCINFO_BIN
 fi
 phase_time host-tests "$t"
 
-# 2. Build kernel, test modules and selftests.
-if ! make -s -C "$REPO" build; then
-	echo "FAIL build: the kernel, test modules or selftests did not build"
-	echo "0 passed, $((fail + 1)) failed"
-	exit 1
-fi
-"$H/vm.sh" initramfs || { echo "FAIL initramfs"; echo "$pass passed, $((fail + 1)) failed"; exit 1; }
+# Checks on a Rust-core build: no upstream core object, entry points from Rust.
+build_checks() {
+	local o
+	for o in lib/alloc_tag.o lib/codetag.o; do
+		if [ -e "$OUT/$o" ] || ar t "$OUT/lib/built-in.a" 2>/dev/null | grep -qx "$(basename "$o")"; then
+			bad "build: upstream $o is built"
+		else
+			ok
+		fi
+	done
+	local syms="alloc_tag_add alloc_tag_sub alloc_tag_read alloc_tag_top_users
+		    __pgalloc_tag_add __pgalloc_tag_sub __pgalloc_tag_split __pgalloc_tag_swap
+		    codetag_load_module codetag_unload_module mem_alloc_profiling_key
+		    page_alloc_tagging_ops"
+	local rust_syms vmlinux_syms s
+	rust_syms=$(nm --defined-only "$OUT/rust/kernel.o" 2>/dev/null | awk '{print $3}')
+	vmlinux_syms=$(nm --defined-only "$OUT/vmlinux" 2>/dev/null | awk '{print $3}')
+	for s in $syms; do
+		if grep -qx "$s" <<< "$rust_syms" && grep -qx "$s" <<< "$vmlinux_syms"; then
+			ok
+		else
+			bad "build: $s is not defined by the Rust core (rust/kernel.o) in vmlinux"
+		fi
+	done
+}
 
-# 3. Test boots: NAME|APPEND|TESTS|JUDGE-OPTIONS
-all=$(paste -sd, "$W/selftests.list")
-boots=(
-	"main||$all|--kunit"
-	"param-0|kunit.enable=0 sysctl.vm.mem_profiling=0|boot_param|"
-	"param-1|kunit.enable=0 sysctl.vm.mem_profiling=1|boot_param|"
-	"param-never|kunit.enable=0 sysctl.vm.mem_profiling=never|boot_param|"
-	"param-malformed|kunit.enable=0 sysctl.vm.mem_profiling=abc|boot_param|"
-)
-for b in "${boots[@]}"; do
-	IFS='|' read -r name append tests opts <<< "$b"
-	t=$(date +%s)
-	"$H/vm.sh" boot "$name" "$append $APPEND" "$tests"
-	out=$(python3 "$H/ktap.py" "$W/logs/$name.log" --name "$name" --expect "$tests" $opts)
-	echo "$out" | grep -E '^FAIL' | head -n 40
-	count "$out" "boot $name"
-	echo "$(tail -n 1 <<< "$out") ($(( $(date +%s) - t ))s, log: $W/logs/$name.log)"
+for base in $bases; do
+	export BASE=$base W=$CACHE_DIR/$base
+	export SRC=$W/src OUT=$W/build
+	mkdir -p "$W/logs"
+	echo "== BASE=$base"
+
+	# 2. Build kernel, test modules and selftests.
+	if ! make -s -C "$REPO" build BASE="$base"; then
+		bad "build: BASE=$base: the kernel, test modules or selftests did not build"
+		continue
+	fi
+	[ "$base" = rust ] && build_checks
+	if ! "$H/vm.sh" initramfs; then
+		bad "initramfs: BASE=$base"
+		continue
+	fi
+
+	# 3. Test boots: NAME|APPEND|TESTS|JUDGE-OPTIONS
+	all=$(paste -sd, "$W/selftests.list")
+	boots=(
+		"main||$all|--kunit"
+		"param-0|kunit.enable=0 sysctl.vm.mem_profiling=0|boot_param|"
+		"param-1|kunit.enable=0 sysctl.vm.mem_profiling=1|boot_param|"
+		"param-never|kunit.enable=0 sysctl.vm.mem_profiling=never|boot_param|"
+		"param-malformed|kunit.enable=0 sysctl.vm.mem_profiling=abc|boot_param|"
+	)
+	for b in "${boots[@]}"; do
+		IFS='|' read -r name append tests opts <<< "$b"
+		t=$(date +%s)
+		"$H/vm.sh" boot "$name" "$append ${APPEND:-}" "$tests"
+		out=$(python3 "$H/ktap.py" "$W/logs/$name.log" --name "$base/$name" --expect "$tests" $opts)
+		echo "$out" | grep -E '^FAIL' | head -n 40
+		count "$out" "boot $base/$name"
+		echo "$(tail -n 1 <<< "$out") ($(( $(date +%s) - t ))s, log: $W/logs/$name.log)"
+	done
 done
 
-echo "== total: $(( $(date +%s) - t0 ))s, BASE=$BASE"
+# 4. Same test-module activity, same rows, whichever core counted them.
+rows() {
+	tr -d '\r' < "$CACHE_DIR/$1/logs/main.log" |
+		sed -n '/^ALLOCPROF: rows begin$/,/^ALLOCPROF: rows end$/p' | sed '1d;$d'
+}
+case " $bases " in
+*" rust "*" upstream "*|*" upstream "*" rust "*)
+	a=$(rows rust) b=$(rows upstream)
+	if [ -z "$a" ]; then
+		bad "compare: no test-module rows in the rust main boot"
+	elif [ "$a" != "$b" ]; then
+		bad "compare: test-module rows differ between BASE=rust and BASE=upstream"
+		diff <(echo "$b") <(echo "$a") | head -n 20
+	else
+		ok
+		echo "compare: $(wc -l <<< "$a") test-module rows identical on rust and upstream"
+	fi
+	;;
+esac
+
+echo "== total: $(( $(date +%s) - t0 ))s, BASE=$bases"
 if [ "$fail" -ne 0 ]; then
 	echo "Failed checks:"
 	printf '  %s\n' "${failures[@]}" | sort -u | head -n 60
