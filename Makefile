@@ -34,7 +34,7 @@ STDIR    := tools/testing/selftests/alloc_tag
 FRAGS    := $(H)/kernel.config $(REPO)/$(STDIR)/config $(wildcard $(H)/kernel-$(BASE).config)
 PHASE    := $(H)/phase
 
-export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND
+export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
 	build host-test boot clean-cache help rustfmtcheck clippy
@@ -70,7 +70,7 @@ selftests: tree
 build: kernel modules selftests
 
 run: build
-	@$(H)/vm.sh run "$(APPEND)" "$(CMD)" "$(EXTRA)"
+	@$(H)/vm.sh run
 
 host-test:
 	@$(PHASE) host-test $(H)/host-test.sh

@@ -33,9 +33,12 @@ for f in "$SRC"/tools/testing/selftests/alloc_tag/*.sh; do
 	chmod +x "$root/selftests/$(basename "$f")"
 	list="$list $(basename "$f")"
 done
-# Order of the full run: the stress test last.
-echo "$list" | tr ' ' '\n' | grep -v '^$' | sort | grep -v '^stress$' > "$root/selftests/list" || true
-[ -x "$sel/stress" ] && echo stress >> "$root/selftests/list"
+# Order of the full run: stress, then compaction (which upstream 6.12 leaves
+# with wrong rows) last.
+echo "$list" | tr ' ' '\n' | grep -v '^$' | sort | grep -vxE 'stress|compaction' > "$root/selftests/list" || true
+for t in stress compaction; do
+	[ -x "$sel/$t" ] && echo "$t" >> "$root/selftests/list"
+done
 cp "$root/selftests/list" "$W/selftests.list"
 bin=${ALLOCINFO_BIN:-$CACHE_DIR/allocinfo-target/x86_64-unknown-linux-gnu/release/allocinfo}
 if [ -x "$bin" ]; then

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Boot the test VM.
 #
-# usage: vm.sh run  APPEND CMD EXTRA   boot; print the report (or CMD's output)
+# usage: vm.sh run                    boot; print the report, or the output of
+#                                     $CMD (run in /extra if $EXTRA was given);
+#                                     $APPEND adds kernel arguments
 #        vm.sh boot NAME APPEND TESTS  one test boot; log to $W/logs/NAME.log
 #
 # Every boot has a hard timeout ($BOOT_TIMEOUT seconds).  KVM is used when
@@ -46,7 +48,7 @@ boot() {
 
 case ${1:-} in
 run)
-	append=$2 cmd=$3 extra=$4
+	append=${APPEND:-} cmd=${CMD:-} extra=${EXTRA:-}
 	initrd=$W/initramfs-run.cpio.gz
 	if [ -n "$cmd" ]; then mode=cmd; else mode=run; fi
 	"$H/mkinitramfs.sh" "$initrd" "$cmd" "$extra" || exit 1
@@ -74,7 +76,7 @@ initramfs)
 	"$H/mkinitramfs.sh" "$W/initramfs-test.cpio.gz"
 	;;
 *)
-	echo "usage: vm.sh run APPEND CMD EXTRA | boot NAME APPEND TESTS | initramfs" >&2
+	echo "usage: vm.sh run | boot NAME APPEND TESTS | initramfs" >&2
 	exit 2
 	;;
 esac
