@@ -37,7 +37,7 @@ PHASE    := $(H)/phase
 export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
-	build host-test boot clean-cache help rustfmtcheck clippy
+	build host-test boot clean-cache help rustfmtcheck rustfmt clippy
 
 all: run
 
@@ -89,6 +89,11 @@ test:
 # only asked to check, so the hard-linked pristine tree is never written).
 rustfmtcheck: tree
 	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=-19 rustfmtcheck && echo "rustfmtcheck: clean"
+
+# Format the repo's own kernel Rust files (never the cached kernel tree).
+rustfmt: pristine
+	@rustfmt --config-path $(PRISTINE)/.rustfmt.toml --edition 2021 \
+		$$(git -C $(REPO) ls-files 'rust/*.rs')
 
 clippy: config
 	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=-19 CLIPPY=1 -j$(JOBS) rust/kernel.o 2>&1 | \

@@ -14,6 +14,10 @@
 #include <linux/percpu.h>
 #include <linux/preempt.h>
 #include <linux/rcupdate.h>
+#include <linux/seq_file.h>
+#include <linux/sysctl.h>
+#include <linux/page_ext.h>
+#include <linux/init.h>
 
 void *rust_helper_per_cpu_ptr(void __percpu *ptr, unsigned int cpu)
 {
@@ -67,4 +71,42 @@ void rust_helper_alloc_tag_warn(const char *msg)
 void rust_helper_alloc_tag_kvfree_rcu_barrier(void)
 {
 	kvfree_rcu_barrier();
+}
+
+/*
+ * The C view of the structures the Rust core reads or builds, for its layout
+ * check (rust/kernel/alloc_tag/layout.rs); the item numbers are shared.
+ */
+size_t rust_helper_alloc_tag_c_layout(unsigned int item)
+{
+	static const size_t layout[] = {
+		sizeof(struct codetag),
+		offsetof(struct codetag, lineno),
+		offsetof(struct codetag, modname),
+		offsetof(struct codetag, function),
+		offsetof(struct codetag, filename),
+		sizeof(struct alloc_tag),
+		offsetof(struct alloc_tag, counters),
+		sizeof(struct alloc_tag_counters),
+		offsetof(struct alloc_tag_counters, calls),
+		sizeof(union codetag_ref),
+		sizeof(struct codetag_bytes),
+		sizeof(struct page_ext_operations),
+		offsetof(struct page_ext_operations, need),
+		offsetof(struct page_ext_operations, need_shared_flags),
+		offsetof(struct seq_file, index),
+		offsetof(struct seq_file, private),
+		sizeof(struct seq_operations),
+		sizeof(struct ctl_table),
+		offsetof(struct ctl_table, mode),
+		offsetof(struct ctl_table, proc_handler),
+		sizeof(struct static_key),
+#ifndef MODULE	/* bindgen reads this file as for a module, which hides it */
+		sizeof(struct obs_kernel_param),
+#else
+		0,
+#endif
+	};
+
+	return item < ARRAY_SIZE(layout) ? layout[item] : (size_t)-1;
 }

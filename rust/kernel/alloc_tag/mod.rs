@@ -27,6 +27,7 @@ use crate::{bindings, percpu::PerCpuPtr, str::CStr, types::Opaque};
 use core::mem::offset_of;
 
 pub mod control;
+pub mod layout;
 pub mod page;
 pub mod parse;
 pub mod registry;
