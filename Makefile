@@ -37,7 +37,7 @@ PHASE    := $(H)/phase
 export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
-	build host-test boot clean-cache help rustfmtcheck rustfmt clippy
+	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series
 
 all: run
 
@@ -89,6 +89,10 @@ test:
 # only asked to check, so the hard-linked pristine tree is never written).
 rustfmtcheck: tree
 	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=-19 rustfmtcheck && echo "rustfmtcheck: clean"
+
+# The whole change as a git format-patch series against pristine 6.12.118.
+series: tree
+	@$(PHASE) series $(H)/series.sh
 
 # Format the repo's own kernel Rust files (never the cached kernel tree).
 rustfmt: pristine

@@ -8,7 +8,7 @@ KSRC_PIN=6.12.118-1~deb12u1
 BINDGEN_VERSION=0.73.2
 export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-19/lib}
 PKGS="clang-19 lld-19 llvm-19 libclang-19-dev qemu-system-x86 busybox-static
-      flex bison bc libelf-dev libssl-dev cpio make gcc libc6-dev patch"
+      flex bison bc libelf-dev libssl-dev cpio make gcc libc6-dev patch python3-ply python3-git"
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

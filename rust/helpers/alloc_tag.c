@@ -29,7 +29,6 @@ unsigned int rust_helper_cpumask_next_possible(int cpu)
 	return cpumask_next(cpu, cpu_possible_mask);
 }
 
-
 void rust_helper_this_cpu_add_u64(u64 __percpu *ptr, u64 val)
 {
 	this_cpu_add(*ptr, val);
@@ -96,7 +95,7 @@ size_t rust_helper_alloc_tag_c_layout(unsigned int item)
 		offsetof(struct page_ext_operations, need_shared_flags),
 		offsetof(struct seq_file, index),
 		offsetof(struct seq_file, private),
-		sizeof(struct seq_operations),
+		sizeof(const struct seq_operations),
 		sizeof(struct ctl_table),
 		offsetof(struct ctl_table, mode),
 		offsetof(struct ctl_table, proc_handler),

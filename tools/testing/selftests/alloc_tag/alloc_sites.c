@@ -30,7 +30,7 @@ FIXTURE_TEARDOWN(site)
 		"kmalloc", "large", "cache", "pages", "vmalloc", "percpu", "order2",
 	};
 
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
 		att_ctl("free %s", kinds[i]);
 }
 
@@ -45,23 +45,24 @@ FIXTURE_TEARDOWN(site)
 } while (0)
 
 /* The row now, minus the row at the start. */
-static int delta(struct __test_metadata *_metadata, FIXTURE_DATA(site) *self,
+static int delta(const struct att_site *s, const struct ai_row *start,
 		 long long *bytes, long long *calls)
 {
 	struct ai_row now = { 0 };
 
-	if (ai_get(self->s.file, self->s.line, &now))
+	if (ai_get(s->file, s->line, &now))
 		return -1;
-	*bytes = now.bytes - self->start.bytes;
-	*calls = (long long)(now.calls - self->start.calls);
+	*bytes = now.bytes - start->bytes;
+	*calls = (long long)(now.calls - start->calls);
 	return 0;
 }
 
 #define EXPECT_DELTA(exp_bytes, exp_calls, what) do {				\
+	const char *w_ = (what);						\
 	long long b_, c_;							\
-	ASSERT_EQ(0, delta(_metadata, self, &b_, &c_));				\
-	EXPECT_EQ((long long)(exp_bytes), b_) TH_LOG("%s: bytes", what);	\
-	EXPECT_EQ((long long)(exp_calls), c_) TH_LOG("%s: calls", what);	\
+	ASSERT_EQ(0, delta(&self->s, &self->start, &b_, &c_));			\
+	EXPECT_EQ((long long)(exp_bytes), b_) TH_LOG("%s: bytes", w_);		\
+	EXPECT_EQ((long long)(exp_calls), c_) TH_LOG("%s: calls", w_);		\
 } while (0)
 
 /* Freeing everything brings the row back to its starting value. */
@@ -80,7 +81,7 @@ TEST_F(site, slot_size)
 	const int n = 5;
 
 	BEGIN("kmalloc");
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char what[32];
 
 		snprintf(what, sizeof(what), "kmalloc(%ld)", cases[i].size);

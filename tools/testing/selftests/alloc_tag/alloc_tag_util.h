@@ -22,12 +22,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
 #define AI_PATH		"/proc/allocinfo"
 #define AI_SYSCTL	"/proc/sys/vm/mem_profiling"
 #define ATT_DIR		"/sys/kernel/debug/alloc_tag_test"
 #define AI_HEADER1	"allocinfo - version: 1.0\n"
 #define AI_HEADER2	"#     <size>  <calls> <tag info>\n"
 #define AI_MODDIR	"/modules"
+
+struct ai_row;
+typedef int (*ai_row_fn)(const struct ai_row *row, void *arg);
 
 struct ai_row {
 	long long bytes;
@@ -122,8 +129,9 @@ static inline int ai_field(const char *s, int width, bool is_signed, long long *
 }
 
 /*
- * Parse one v1.0 row, "%12lli %8llu file:line[ [module]] func:name \n" without
- * the newline.  Returns 0, or -1 if the row breaks the grammar.
+ * Parse one v1.0 row without its newline: "%12lli %8llu file:line", then
+ * " [module]" if any, " func:name" and one trailing space.  Returns 0, or -1
+ * if the row breaks the grammar.
  */
 static inline int ai_parse_row(const char *line, struct ai_row *r)
 {
@@ -196,8 +204,7 @@ static inline int ai_parse_row(const char *line, struct ai_row *r)
  * returns non-zero.  Returns -1 on a malformed row (line number in *bad_line),
  * else @fn's last return value.
  */
-static inline int ai_for_each_row(char *text, int (*fn)(const struct ai_row *, void *),
-				  void *arg, int *bad_line)
+static inline int ai_walk_rows(char *text, ai_row_fn fn, void *arg, int *bad_line)
 {
 	char *line = text, *nl;
 	struct ai_row row;
@@ -260,7 +267,7 @@ static inline int ai_get(const char *file, unsigned int line, struct ai_row *out
 
 	if (!text)
 		return -errno;
-	ret = ai_for_each_row(text, ai_find_fn, &a, NULL);
+	ret = ai_walk_rows(text, ai_find_fn, &a, NULL);
 	free(text);
 	if (ret)
 		return -EBADMSG;
@@ -298,7 +305,6 @@ static inline int att_site(const char *kind, struct att_site *s)
 }
 
 /* One command to the test module; 0 or -errno. */
-static inline int att_ctl(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline int att_ctl(const char *fmt, ...)
 {
 	char cmd[64];

@@ -54,7 +54,7 @@ TEST_F(allocinfo, rows_match_grammar)
 {
 	int counts[3] = { 0 }, bad = 0;
 
-	ASSERT_EQ(0, ai_for_each_row(self->text, count_row, counts, &bad)) {
+	ASSERT_EQ(0, ai_walk_rows(self->text, count_row, counts, &bad)) {
 		char *l = self->text;
 
 		for (int i = 1; i < bad && l; i++) {
@@ -77,7 +77,7 @@ TEST_F(allocinfo, module_rows_tagged)
 
 	if (access(ATT_DIR, F_OK))
 		SKIP(return, "alloc_tag_test module not loaded");
-	ASSERT_EQ(0, ai_for_each_row(self->text, count_row, counts, NULL));
+	ASSERT_EQ(0, ai_walk_rows(self->text, count_row, counts, NULL));
 	ASSERT_GT(counts[2], 0) TH_LOG("no row carries a [module] name");
 }
 
@@ -97,7 +97,7 @@ static char *keys_of(char *text)
 
 	if (!f)
 		return NULL;
-	if (ai_for_each_row(text, collect_key, f, NULL)) {
+	if (ai_walk_rows(text, collect_key, f, NULL)) {
 		fclose(f);
 		free(keys);
 		return NULL;
@@ -113,7 +113,7 @@ TEST_F(allocinfo, same_rows_any_read_size)
 	char *ref = keys_of(self->text);
 
 	ASSERT_NE(NULL, ref);
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
 		char *text = ai_slurp(AI_PATH, sizes[i], NULL);
 		char *keys;
 

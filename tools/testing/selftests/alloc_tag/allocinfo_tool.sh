@@ -93,7 +93,8 @@ echo "1..$NTESTS"
 	skip_all "$ALLOCINFO_FILE not readable (needs CONFIG_MEM_ALLOC_PROFILING and root)"
 [ -x "$ALLOCINFO_BIN" ] || skip_all "$ALLOCINFO_BIN not found"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocinfo_tool.XXXXXX") || skip_all "cannot make a temporary directory"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocinfo_tool.XXXXXX") ||
+	skip_all "cannot make a temporary directory"
 trap 'rm -rf "$tmp"' EXIT
 
 # 1: a plain run on live data.
@@ -141,7 +142,8 @@ if live export >"$tmp/prom" 2>"$tmp/err"; then
 	type=$(grep -c '^# TYPE allocinfo_bytes gauge$' "$tmp/prom")
 	samples=$(grep -c '^allocinfo_bytes{' "$tmp/prom")
 	want=$(rows "$ALLOCINFO_FILE" | sites | sort -u | wc -l)
-	if [ "$help" -eq 1 ] && [ "$type" -eq 1 ] && [ "$samples" -eq "$want" ] && [ "$want" -gt 0 ]; then
+	if [ "$help" -eq 1 ] && [ "$type" -eq 1 ] &&
+	   [ "$samples" -eq "$want" ] && [ "$want" -gt 0 ]; then
 		ok "export has HELP/TYPE and one sample per row"
 	else
 		echo "# HELP lines $help, TYPE lines $type, samples $samples, sites $want"
@@ -154,7 +156,8 @@ fi
 
 # 5: OpenMetrics output ends with its terminator.
 if live export --format openmetrics >"$tmp/om" 2>"$tmp/err" &&
-	[ "$(tail -n 1 "$tmp/om")" = "# EOF" ] && grep -q '^# UNIT allocinfo_bytes bytes$' "$tmp/om"; then
+	[ "$(tail -n 1 "$tmp/om")" = "# EOF" ] &&
+	   grep -q '^# UNIT allocinfo_bytes bytes$' "$tmp/om"; then
 	ok "export --format openmetrics ends with # EOF"
 else
 	diag "$tmp/err"

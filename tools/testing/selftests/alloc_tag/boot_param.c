@@ -29,7 +29,7 @@ static char *boot_value(void)
 		return NULL;
 	}
 	p += strlen(PARAM);
-	q = p + strcspn(p, " \n");
+	q = p + strcspn(p, "\t\n ");
 	snprintf(val, sizeof(val), "%.*s", (int)(q - p), p);
 	free(cmdline);
 	return val;

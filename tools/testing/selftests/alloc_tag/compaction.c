@@ -47,7 +47,7 @@ static int read_books(struct books *b)
 	memset(b, 0, sizeof(*b));
 	if (!text)
 		return -1;
-	ret = ai_for_each_row(text, audit, b, NULL);
+	ret = ai_walk_rows(text, audit, b, NULL);
 	free(text);
 	return ret;
 }

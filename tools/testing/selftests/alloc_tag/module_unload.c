@@ -46,7 +46,7 @@ TEST(live_allocations_reported)
 
 	text = ai_slurp(AI_PATH, 1 << 16, NULL);
 	ASSERT_NE(NULL, text);
-	ASSERT_EQ(0, ai_for_each_row(text, collect_live, &live, NULL));
+	ASSERT_EQ(0, ai_walk_rows(text, collect_live, &live, NULL));
 	free(text);
 	/* 3 x kmalloc(512) at one site and one page at another. */
 	ASSERT_EQ(2, live.nr);
@@ -75,7 +75,7 @@ TEST(live_allocations_reported)
 
 	text = ai_slurp(AI_PATH, 1 << 16, NULL);
 	ASSERT_NE(NULL, text);
-	EXPECT_EQ(0, ai_for_each_row(text, no_negative, NULL, NULL));
+	EXPECT_EQ(0, ai_walk_rows(text, no_negative, NULL, NULL));
 	free(text);
 }
 

@@ -15,7 +15,7 @@
 
 #define ITERS 50000
 
-static volatile sig_atomic_t stop;
+static sig_atomic_t stop;
 
 static void on_term(int sig)
 {
@@ -31,10 +31,10 @@ static int no_negative(const struct ai_row *r, void *arg)
 static int reader(void)
 {
 	signal(SIGTERM, on_term);
-	while (!stop) {
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		char *text = ai_slurp(AI_PATH, 4096, NULL);
 
-		if (!text || ai_for_each_row(text, NULL, NULL, NULL))
+		if (!text || ai_walk_rows(text, NULL, NULL, NULL))
 			return 1;
 		free(text);
 	}
@@ -44,7 +44,7 @@ static int reader(void)
 static int toggler(void)
 {
 	signal(SIGTERM, on_term);
-	for (int i = 0; !stop; i++) {
+	for (int i = 0; !__atomic_load_n(&stop, __ATOMIC_RELAXED); i++) {
 		if (ai_sysctl_write(i & 1 ? "1" : "0", 1))
 			return 1;
 		usleep(500);
@@ -112,7 +112,7 @@ TEST_F(stress, readers_and_toggling)
 	/* Counts may drift while toggling, but only upwards. */
 	text = ai_slurp(AI_PATH, 1 << 16, NULL);
 	ASSERT_NE(NULL, text);
-	EXPECT_EQ(0, ai_for_each_row(text, no_negative, NULL, NULL)) {
+	EXPECT_EQ(0, ai_walk_rows(text, no_negative, NULL, NULL)) {
 		TH_LOG("a row went negative");
 	}
 	free(text);

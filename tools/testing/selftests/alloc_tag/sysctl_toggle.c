@@ -102,7 +102,9 @@ FIXTURE_VARIANT_ADD(bad_write, abc) { .val = "abc", .len = 3, .err = -EINVAL };
 FIXTURE_VARIANT_ADD(bad_write, empty) { .val = "\n", .len = 1, .err = -EINVAL };
 /* A zero-length write(2) is a no-op that succeeds. */
 FIXTURE_VARIANT_ADD(bad_write, zero_length) { .val = "", .len = 0, .err = 0 };
-FIXTURE_VARIANT_ADD(bad_write, very_long) { .val = long_val, .len = sizeof(long_val), .err = -EINVAL };
+FIXTURE_VARIANT_ADD(bad_write, very_long) {
+	.val = long_val, .len = sizeof(long_val), .err = -EINVAL
+};
 
 /* Run once per variant: the write is refused (or a no-op) from both states. */
 TEST_F(bad_write, einval_value_kept)

@@ -8,8 +8,8 @@
  * /sys/kernel/debug/alloc_tag_test/ctl takes one command per write:
  *
  *   kmalloc SIZE N     N x kmalloc(SIZE)
- *   large SIZE N       N x kmalloc(SIZE), SIZE above the largest slab cache
- *   cache N            N x kmem_cache_alloc() from the module's own cache
+ *   large SIZE N       N x kmalloc(SIZE), SIZE above the largest kmalloc size
+ *   cache N            N x kmem_cache_alloc() from the module's own slab cache
  *   pages ORDER N      N x alloc_pages(ORDER)
  *   vmalloc SIZE N     N x vmalloc(SIZE)
  *   percpu SIZE N      N x __alloc_percpu(SIZE, 8)

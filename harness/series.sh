@@ -1,0 +1,127 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make series: the whole change as a numbered git format-patch series against
+# pristine 6.12.118, checked three ways: it applies with git am to a clean
+# tree, the result is file for file the tree that make builds and tests
+# (BASE=rust), and checkpatch --strict has nothing to say about it.
+#
+# Output: $CACHE_DIR/series/patches/*.patch
+set -euo pipefail
+: "${CACHE_DIR:?}" "${REPO:?}" "${SRC:?}"
+PRISTINE=$CACHE_DIR/src/linux-source-6.12
+S=$CACHE_DIR/series
+G=$S/linux
+out=$S/patches
+export GIT_AUTHOR_NAME="allocprof developers" GIT_AUTHOR_EMAIL="dev@allocprof.invalid"
+export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
+export GIT_AUTHOR_DATE="2026-12-02T00:00:00Z" GIT_COMMITTER_DATE="2026-12-02T00:00:00Z"
+git() { command git -C "$G" -c core.autocrlf=false -c advice.detachedHead=false "$@"; }
+
+if ! git rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
+	echo "series: making a git tree of the pristine source (once)"
+	rm -rf "$G"
+	mkdir -p "$S"
+	cp -a "$PRISTINE" "$G"
+	git init -q
+	git add -A -f
+	git commit -q -m "Linux $(sed -n 's/^SUBLEVEL = //p' "$G/Makefile" | sed 's/^/6.12./') (Debian linux-source-6.12)"
+	git tag pristine
+fi
+
+git checkout -q -f pristine
+git clean -q -fdx
+git branch -q -f series pristine
+git checkout -q series
+
+# commit SUBJECT BODY PATH... : copy these repo paths to their kernel paths.
+commit() {
+	local subject=$1 body=$2
+	shift 2
+	local p
+	for p in "$@"; do
+		(cd "$REPO" && command git ls-files -- "$p") | while read -r f; do
+			mkdir -p "$G/$(dirname "$f")"
+			cp "$REPO/$f" "$G/$f"
+		done
+	done
+	git add -A -f
+	if git diff --cached --quiet; then
+		echo "series: nothing for \"$subject\" yet; left out"
+		return 0
+	fi
+	git commit -q -s -m "$subject" -m "$body"
+}
+
+# apply PATCHFILE: one of patches/*.patch as its own commit.
+apply() {
+	local p=$1 subject body
+	subject=$(sed -n 's/^Subject: \[PATCH\] //p' "$p" | head -n 1)
+	body=$(awk 'f && /^---$/ {exit} f {print} /^Subject:/ {f = 1}' "$p" | sed '1{/^$/d}')
+	patch -s -p1 -d "$G" --no-backup-if-mismatch < "$p"
+	git add -A -f
+	git commit -q -s -m "$subject" -m "$body"
+}
+
+commit "alloc_tag: headers for a Rust core" \
+"alloc_tag.h, codetag.h and pgalloc_tag.h keep the layouts, the call-site
+macros and the static-key tests; everything else becomes a declaration of
+an entry point the Rust core defines." include/linux
+commit "rust: per-CPU access, seq_file writer and alloc_tag helpers" \
+"percpu.rs: __percpu pointers, a gs-relative add on x86_64 (no preemption
+toggling), sums over possible CPUs. seq_file.rs: writing records from
+Rust. rust/helpers/alloc_tag.c: the macros and inlines the core calls." \
+	rust/kernel/percpu.rs rust/kernel/seq_file.rs rust/helpers/alloc_tag.c
+commit "rust: alloc_tag core" \
+"Tag references, page tags (page_ext, split, migration swap), the code-tag
+registry with module load/unload, controls (static key, boot parameter,
+sysctl), /proc/allocinfo and show_mem() top users, and a C layout check." \
+	rust/kernel/alloc_tag
+grep -v '^\s*#' "$REPO/patches/series" | grep -v '^\s*$' | while read -r p; do
+	apply "$REPO/patches/$p"
+	if [ "$p" = 0001-lib-build-the-alloc_tag-core-from-Rust.patch ]; then
+		cp "$REPO/Kconfig" "$G/lib/Kconfig.alloc_tag"
+		git add -A -f
+		git commit -q --amend --no-edit
+	fi
+done
+commit "Documentation/mm: allocation profiling with the Rust core" \
+"Theory, the Rust layout, the controls and the /proc/allocinfo format." Documentation
+commit "selftests/alloc_tag: conformance suite" \
+"Format, exact per-site deltas, sysctl, boot parameter, module unload,
+stress and compaction checks, with test modules at known sites." tools/testing/selftests/alloc_tag
+
+rm -rf "$out"
+git format-patch -q -o "$out" pristine..series
+echo "series: $(ls "$out" | wc -l) patches in $out"
+
+# 1. Applies with git am to a clean tree.
+git checkout -q -f -B series-check pristine
+git am -q "$out"/*.patch
+[ "$(git rev-parse 'series-check^{tree}')" = "$(git rev-parse 'series^{tree}')" ] ||
+	{ echo "series: git am result differs from the series" >&2; exit 1; }
+echo "series: applies with git am to pristine 6.12"
+
+# 2. Is what make builds and tests.
+diffs=0
+while read -r f; do
+	cmp -s "$G/$f" "$SRC/$f" || { echo "series: $f differs from the tested tree" >&2; diffs=$((diffs + 1)); }
+done < <(git diff --name-only pristine series)
+[ $diffs -eq 0 ] || exit 1
+echo "series: identical to the BASE=rust tree make builds ($(git diff --name-only pristine series | wc -l) files)"
+
+# 3. checkpatch.
+bad=0
+for p in "$out"/*.patch; do
+	# MAINTAINERS remarks are left to the maintainers; /usr/bin first so
+	# spdxcheck.py finds python3-ply.
+	res=$(cd "$G" && PATH=/usr/bin:$PATH perl scripts/checkpatch.pl --strict -q \
+		--ignore FILE_PATH_CHANGES "$p" 2>&1 || true)
+	if [ -n "$res" ]; then
+		echo "checkpatch: $(basename "$p"):"
+		echo "$res"
+		bad=$((bad + 1))
+	fi
+done
+echo "series: checkpatch --strict: $bad of $(ls "$out" | wc -l) patches with remarks"
+git checkout -q -f series
+[ $bad -eq 0 ]
