@@ -26,18 +26,21 @@ REPO     := $(CURDIR)
 H        := $(REPO)/harness
 KTAR     := /usr/src/linux-source-6.12.tar.xz
 PRISTINE := $(CACHE_DIR)/src/linux-source-6.12
-W        := $(CACHE_DIR)/$(BASE)
-SRC      := $(W)/src
+# VARIANT=x: another build of BASE's tree with harness/kernel-x.config last.
+VARIANT  ?=
+W        := $(CACHE_DIR)/$(BASE)$(if $(VARIANT),-$(VARIANT))
+SRC      := $(CACHE_DIR)/$(BASE)/src
 OUT      := $(W)/build
 STDIR    := tools/testing/selftests/alloc_tag
 
-FRAGS    := $(H)/kernel.config $(REPO)/$(STDIR)/config $(wildcard $(H)/kernel-$(BASE).config)
+FRAGS    := $(H)/kernel.config $(REPO)/$(STDIR)/config $(wildcard $(H)/kernel-$(BASE).config) \
+	    $(if $(VARIANT),$(H)/kernel-$(VARIANT).config)
 PHASE    := $(H)/phase
 
 export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
-	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series
+	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series bench
 
 all: run
 
@@ -89,6 +92,10 @@ test:
 # only asked to check, so the hard-linked pristine tree is never written).
 rustfmtcheck: tree
 	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=-19 rustfmtcheck && echo "rustfmtcheck: clean"
+
+# Overhead side by side with upstream C, in one run: writes bench/RESULTS.md.
+bench: setup pristine
+	@$(PHASE) bench $(REPO)/bench/run.sh
 
 # The whole change as a git format-patch series against pristine 6.12.118.
 series: tree

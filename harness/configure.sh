@@ -27,19 +27,17 @@ mkdir -p "$out"
 (cd "$out" && "$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "$@" >/dev/null)
 "${mkmake[@]}" olddefconfig >/dev/null
 
+# The last fragment to set a symbol decides it; that value must survive.
 missing=0
-for f in "$@"; do
-	while IFS= read -r line; do
-		case $line in
-		CONFIG_*=y|CONFIG_*=m|CONFIG_*=[0-9]*)
-			if ! grep -qx "$line" "$out/.config"; then
-				echo "configure: $line from $(basename "$f") did not survive olddefconfig" >&2
-				missing=1
-			fi
-			;;
-		esac
-	done < "$f"
-done
+while IFS='|' read -r sym want; do
+	case $want in
+	n) grep -qx "# $sym is not set" "$out/.config" || ! grep -q "^$sym=" "$out/.config" || {
+		echo "configure: $sym must be off but is on after olddefconfig" >&2; missing=1; } ;;
+	*) grep -qx "$sym=$want" "$out/.config" || {
+		echo "configure: $sym=$want did not survive olddefconfig" >&2; missing=1; } ;;
+	esac
+done < <(cat "$@" | sed -nE 's/^(CONFIG_[A-Za-z0-9_]+)=(.*)$/\1|\2/p; s/^# (CONFIG_[A-Za-z0-9_]+) is not set$/\1|n/p' |
+	awk -F'|' '{v[$1] = $2; if (!($1 in o)) { o[$1] = ++n; k[n] = $1 } } END { for (i = 1; i <= n; i++) print k[i] "|" v[k[i]] }')
 [ $missing -eq 0 ] || exit 1
 echo "$want" > "$stamp"
 echo "configure: wrote $out/.config"

@@ -1,0 +1,63 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make bench: build every configuration, boot each under the same QEMU
+# settings with the same benchmark module and reader, and write
+# bench/RESULTS.md.  Guest clocks run on executed instructions
+# (-icount shift=0,sleep=off), so figures are guest instructions.
+set -uo pipefail
+: "${CACHE_DIR:?}" "${REPO:?}"
+B=$REPO/bench
+out=$CACHE_DIR/bench
+mkdir -p "$out"
+export ACCEL=tcg QEMU_EXTRA="-icount shift=0,sleep=off"
+
+# Static reader, built once.
+gcc -O2 -static -Wall -o "$out/allocinfo_read" "$B/allocinfo_read.c" || exit 1
+
+# LABEL|BASE|VARIANT|APPEND
+configs=(
+	"a:compiled-out|upstream|noprof|"
+	"b:upstream-on|upstream||"
+	"b:upstream-off|upstream||sysctl.vm.mem_profiling=0"
+	"b:upstream-never|upstream||sysctl.vm.mem_profiling=never"
+	"c:rust-on|rust||"
+	"c:rust-off|rust||sysctl.vm.mem_profiling=0"
+	"c:rust-never|rust||sysctl.vm.mem_profiling=never"
+)
+
+built=""
+for c in "${configs[@]}"; do
+	IFS='|' read -r label base variant append <<< "$c"
+	key=$base-$variant
+	w=$CACHE_DIR/$base${variant:+-$variant}
+	if [[ " $built " != *" $key "* ]]; then
+		echo "== bench: building $base${variant:+ ($variant)}"
+		make -s -C "$REPO" build BASE="$base" VARIANT="$variant" > "$out/build-$key.log" 2>&1 ||
+			{ echo "bench: build of $key failed, see $out/build-$key.log"; exit 1; }
+		# The benchmark module, built against this very kernel.
+		rm -rf "$w/bench-mod" && mkdir -p "$w/bench-mod"
+		cp "$B/module/alloc_tag_bench.c" "$B/module/Makefile" "$w/bench-mod/"
+		make -s -C "$w/build" LLVM=-19 M="$w/bench-mod" modules > "$out/module-$key.log" 2>&1 ||
+			{ echo "bench: module for $key failed"; exit 1; }
+		mkdir -p "$w/bench-extra"
+		cp "$w/bench-mod/alloc_tag_bench.ko" "$out/allocinfo_read" "$w/bench-extra/"
+		built="$built $key"
+	fi
+	name=${label#*:}
+	echo "== bench: booting $name"
+	CMD='insmod ./alloc_tag_bench.ko && rmmod alloc_tag_bench
+dmesg | grep "alloc_tag_bench: loop="
+[ -r /proc/allocinfo ] && ./allocinfo_read && grep " func:alloc_slab_obj_exts " /proc/allocinfo
+dmesg | grep "bytes of page_ext"
+echo "possible_cpus=$(cat /sys/devices/system/cpu/possible)"' \
+	EXTRA=$w/bench-extra BASE=$base W=$w OUT=$w/build SRC=$CACHE_DIR/$base/src \
+		BOOT_TIMEOUT=900 APPEND="$append" "$REPO/harness/vm.sh" run > "$out/$name.log" 2>&1 ||
+		{ echo "bench: boot $name failed:"; tail -n 20 "$out/$name.log"; exit 1; }
+	grep -c "loop=" "$out/$name.log" | sed "s/^/bench: $name: /;s/$/ timed rounds/"
+	size "$w/build/vmlinux" | tail -n 1 > "$out/$name.size"
+	nm "$w/build/vmlinux" | grep -E ' (__start|__stop)_alloc_tags$' > "$out/$name.tags" || true
+done
+
+python3 "$B/report.py" "$out" "$REPO" > "$B/RESULTS.md" || exit 1
+echo "bench: wrote bench/RESULTS.md"
+sed -n '/^## Loops/,/^## Memory/p' "$B/RESULTS.md" | head -n 30
