@@ -25,24 +25,95 @@ use core::fmt::Write;
 
 const HEADER: &[u8] = b"allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n";
 
-/// Writes one v1.0 row for `tag`.
+/// A row assembled on the stack and handed to the seq_file in one write.
+struct RowBuf {
+    buf: [u8; 512],
+    len: usize,
+    overflow: bool,
+}
+
+impl RowBuf {
+    fn push(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        if end > self.buf.len() {
+            self.overflow = true;
+            return;
+        }
+        self.buf[self.len..end].copy_from_slice(bytes);
+        self.len = end;
+    }
+
+    /// `v` in decimal, right-aligned in `width` (printf `%*lli`/`%*llu`).
+    fn push_num(&mut self, neg: bool, mut v: u64, width: usize) {
+        let mut digits = [0u8; 21];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        if neg {
+            i -= 1;
+            digits[i] = b'-';
+        }
+        let n = digits.len() - i;
+        for _ in n..width {
+            self.push(b" ");
+        }
+        self.push(&digits[i..]);
+    }
+}
+
+/// Writes one v1.0 row for `tag`: `"%12lli %8llu file:line[ [mod]] func:f \n"`.
+///
+/// Formatted by hand into one buffer and written with one `seq_write()`:
+/// this is the whole cost of reading `/proc/allocinfo`, so it avoids
+/// `core::fmt` and per-byte string escaping.
 fn write_row(m: &SeqFile, tag: &AllocTag) {
     let c = tag.read();
+    let mut r = RowBuf {
+        buf: [0; 512],
+        len: 0,
+        overflow: false,
+    };
+    r.push_num(c.bytes < 0, c.bytes.unsigned_abs(), 12);
+    r.push(b" ");
+    r.push_num(false, c.calls, 8);
+    r.push(b" ");
+    r.push(tag.file().as_bytes());
+    r.push(b":");
+    r.push_num(false, u64::from(tag.line()), 0);
+    r.push(b" ");
+    if let Some(module) = tag.module_name() {
+        r.push(b"[");
+        r.push(module.as_bytes());
+        r.push(b"] ");
+    }
+    r.push(b"func:");
+    r.push(tag.function().as_bytes());
+    r.push(b" \n");
+    if !r.overflow {
+        m.write_bytes(&r.buf[..r.len]);
+        return;
+    }
+    // Names longer than the buffer: the same row, through `core::fmt`.
     let mut w = m;
     // `SeqFile` writes cannot fail: an overflow makes the seq_file core grow
     // its buffer and show this record again.
-    let _ = write!(
-        w,
-        "{:>12} {:>8} {}:{} ",
-        c.bytes,
-        c.calls,
-        tag.file(),
-        tag.line()
-    );
+    let _ = write!(w, "{:>12} {:>8} ", c.bytes, c.calls);
+    m.write_bytes(tag.file().as_bytes());
+    let _ = write!(w, ":{} ", tag.line());
     if let Some(module) = tag.module_name() {
-        let _ = write!(w, "[{}] ", module);
+        m.write_bytes(b"[");
+        m.write_bytes(module.as_bytes());
+        m.write_bytes(b"] ");
     }
-    let _ = writeln!(w, "func:{} ", tag.function());
+    m.write_bytes(b"func:");
+    m.write_bytes(tag.function().as_bytes());
+    m.write_bytes(b" \n");
 }
 
 /// `seq_operations::start`: takes the registry for reading until `stop`.
