@@ -62,8 +62,15 @@ config: tree
 kernel: config
 	@$(PHASE) kernel env JOBS=$(JOBS) $(H)/build-kernel.sh
 
+# Test modules are built in a copy per build tree: a module built for one
+# kernel (say a VARIANT sharing this source tree) must not be loaded into
+# another.
+TMODS := $(W)/test_modules
 modules: kernel
-	@$(PHASE) test-modules $(MAKE) -s -C $(OUT) LLVM=-19 M=$(SRC)/$(STDIR)/test_modules modules
+	@mkdir -p $(TMODS)
+	@for f in $(SRC)/$(STDIR)/test_modules/*.c $(SRC)/$(STDIR)/test_modules/Makefile; do \
+		cmp -s $$f $(TMODS)/$$(basename $$f) || cp $$f $(TMODS)/; done
+	@$(PHASE) test-modules $(MAKE) -s -C $(OUT) LLVM=-19 M=$(TMODS) modules
 
 selftests: tree
 	@mkdir -p $(W)/selftests

@@ -18,7 +18,7 @@ printf 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' > "$
 printf 'root:x:0:\nnobody:x:65534:\n' > "$root/etc/group"
 [ -n "$cmd" ] && printf '%s\n' "$cmd" > "$root/etc/allocprof/cmd"
 
-moddir=$SRC/tools/testing/selftests/alloc_tag/test_modules
+moddir=$W/test_modules
 cp "$moddir"/*.ko "$root/modules/" 2>/dev/null || true
 sel=$W/selftests
 list=""
