@@ -14,7 +14,7 @@ export CARGO_TARGET_DIR="$CACHE_DIR/allocinfo-target"
 venv="$CACHE_DIR/venv"
 fixtures="$here/tests/fixtures"
 selftest="$here/../testing/selftests/alloc_tag/allocinfo_tool.sh"
-valid="v1-builtin-modules.txt v1-negative.txt v2-accurate.txt escaping.txt"
+valid="v1-builtin-modules.txt v1-negative.txt v2-accurate.txt escaping.txt vm-6.12.118-rust.txt vm-6.12.118-upstream.txt"
 target=x86_64-unknown-linux-gnu
 
 passed=0
