@@ -21,7 +21,6 @@
 use super::{registry, AllocTag};
 use crate::{bindings, seq_file::SeqFile, types::Opaque};
 use core::ffi::{c_int, c_void};
-use core::fmt::Write;
 
 const HEADER: &[u8] = b"allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n";
 
@@ -69,9 +68,10 @@ impl RowBuf {
 
 /// Writes one v1.0 row for `tag`: `"%12lli %8llu file:line[ [mod]] func:f \n"`.
 ///
-/// Formatted by hand into one buffer and written with one `seq_write()`:
-/// this is the whole cost of reading `/proc/allocinfo`, so it avoids
-/// `core::fmt` and per-byte string escaping.
+/// Formatted by hand into one buffer and written with one `seq_write()`
+/// (rows too long for it are written piece by piece): this is the whole
+/// cost of reading `/proc/allocinfo`, so it avoids `core::fmt` and per-byte
+/// string escaping.
 fn write_row(m: &SeqFile, tag: &AllocTag) {
     let c = tag.read();
     let mut r = RowBuf {
@@ -83,37 +83,44 @@ fn write_row(m: &SeqFile, tag: &AllocTag) {
     r.push(b" ");
     r.push_num(false, c.calls, 8);
     r.push(b" ");
-    r.push(tag.file().as_bytes());
-    r.push(b":");
-    r.push_num(false, u64::from(tag.line()), 0);
-    r.push(b" ");
-    if let Some(module) = tag.module_name() {
-        r.push(b"[");
-        r.push(module.as_bytes());
-        r.push(b"] ");
+    // The counters always fit; the names may not.
+    let head = r.len;
+    let mut line = RowBuf {
+        buf: [0; 512],
+        len: 0,
+        overflow: false,
+    };
+    line.push(b":");
+    line.push_num(false, u64::from(tag.line()), 0);
+    line.push(b" ");
+    let module = tag.module_name().map_or(&b""[..], |m| m.as_bytes());
+    let (open, close): (&[u8], &[u8]) = if module.is_empty() {
+        (b"", b"")
+    } else {
+        (b"[", b"] ")
+    };
+    let parts: [&[u8]; 8] = [
+        tag.file().as_bytes(),
+        &line.buf[..line.len],
+        open,
+        module,
+        close,
+        b"func:",
+        tag.function().as_bytes(),
+        b" \n",
+    ];
+    for p in parts {
+        r.push(p);
     }
-    r.push(b"func:");
-    r.push(tag.function().as_bytes());
-    r.push(b" \n");
     if !r.overflow {
         m.write_bytes(&r.buf[..r.len]);
         return;
     }
-    // Names longer than the buffer: the same row, through `core::fmt`.
-    let mut w = m;
-    // `SeqFile` writes cannot fail: an overflow makes the seq_file core grow
-    // its buffer and show this record again.
-    let _ = write!(w, "{:>12} {:>8} ", c.bytes, c.calls);
-    m.write_bytes(tag.file().as_bytes());
-    let _ = write!(w, ":{} ", tag.line());
-    if let Some(module) = tag.module_name() {
-        m.write_bytes(b"[");
-        m.write_bytes(module.as_bytes());
-        m.write_bytes(b"] ");
+    // Names longer than the buffer: the same bytes, written piece by piece.
+    m.write_bytes(&r.buf[..head]);
+    for p in parts {
+        m.write_bytes(p);
     }
-    m.write_bytes(b"func:");
-    m.write_bytes(tag.function().as_bytes());
-    m.write_bytes(b" \n");
 }
 
 /// `seq_operations::start`: takes the registry for reading until `stop`.
