@@ -25,13 +25,13 @@ use core::ffi::{c_int, c_void};
 const HEADER: &[u8] = b"allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n";
 
 /// A row assembled on the stack and handed to the seq_file in one write.
-struct RowBuf {
-    buf: [u8; 512],
+struct RowBuf<const N: usize> {
+    buf: [u8; N],
     len: usize,
     overflow: bool,
 }
 
-impl RowBuf {
+impl<const N: usize> RowBuf<N> {
     fn push(&mut self, bytes: &[u8]) {
         let end = self.len + bytes.len();
         if end > self.buf.len() {
@@ -74,7 +74,7 @@ impl RowBuf {
 /// string escaping.
 fn write_row(m: &SeqFile, tag: &AllocTag) {
     let c = tag.read();
-    let mut r = RowBuf {
+    let mut r = RowBuf::<512> {
         buf: [0; 512],
         len: 0,
         overflow: false,
@@ -85,8 +85,8 @@ fn write_row(m: &SeqFile, tag: &AllocTag) {
     r.push(b" ");
     // The counters always fit; the names may not.
     let head = r.len;
-    let mut line = RowBuf {
-        buf: [0; 512],
+    let mut line = RowBuf::<24> {
+        buf: [0; 24],
         len: 0,
         overflow: false,
     };
