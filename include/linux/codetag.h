@@ -12,7 +12,12 @@
 
 struct module;
 
-/* Layout shared with the Rust registry; every field is set at build time. */
+/*
+ * Layout shared with the Rust registry.  Every field but @flags is fixed at
+ * build time.  @flags: bits 0-7 are flags (CODETAG_FLAG_*), set atomically
+ * by the core; bits 8-31 hold a module tag's compressed page-tag index,
+ * assigned at module load (0: none).
+ */
 struct codetag {
 	unsigned int flags;
 	unsigned int lineno;
@@ -20,6 +25,10 @@ struct codetag {
 	const char *function;
 	const char *filename;
 } __aligned(8);
+
+/* The counts of this tag miss allocations whose metadata could not be kept. */
+#define CODETAG_FLAG_INACCURATE		(1u << 0)
+#define CODETAG_FLAG_MASK		0xffu
 
 /* Where an allocated object records the tag it was charged to. */
 union codetag_ref {

@@ -10,10 +10,41 @@
 
 #ifdef CONFIG_MEM_ALLOC_PROFILING
 
+#include <linux/minmax.h>
 #include <linux/page_ext.h>
+#include <linux/page-flags-layout.h>
 
-/* Defined in Rust: the page_ext client holding one union codetag_ref per page. */
+#ifdef CONFIG_PAGE_EXTENSION
+/*
+ * Defined in Rust: the page_ext client holding one union codetag_ref per
+ * page; it asks for no space unless page tags are kept in page_ext.
+ */
 extern struct page_ext_operations page_alloc_tagging_ops;
+#endif
+
+/*
+ * Compressed page tags: a tag index in the page->flags bits this config
+ * leaves unused.  From the top of page->flags down sit the section, node,
+ * zone, last_cpupid, KASAN tag, LRU generation and LRU refs fields (each as
+ * wide as this config makes it, 0 when absent or stored elsewhere); the page
+ * flags proper take the lowest NR_PAGEFLAGS bits.  The index takes the free
+ * bits just below the LRU refs field:
+ *
+ *   free = BITS_PER_LONG - (sections + nodes + zones + last_cpupid +
+ *                           kasan_tag + lru_gen + lru_refs) - NR_PAGEFLAGS
+ *
+ * ALLOC_TAG_PGFLAG_TOP equals LRU_REFS_PGOFF (checked at build time in
+ * rust/helpers/alloc_tag.c); it is spelt out here because LRU_REFS_WIDTH
+ * uses min(), which is not a constant expression.
+ */
+#define ALLOC_TAG_PGFLAG_TOP_USED						\
+	(SECTIONS_WIDTH + NODES_WIDTH + ZONES_WIDTH + LAST_CPUPID_WIDTH +	\
+	 KASAN_TAG_WIDTH + LRU_GEN_WIDTH)
+#define ALLOC_TAG_PGFLAG_REFS							\
+	MIN(__LRU_REFS_WIDTH, BITS_PER_LONG - NR_PAGEFLAGS - ALLOC_TAG_PGFLAG_TOP_USED)
+#define ALLOC_TAG_PGFLAG_TOP							\
+	(BITS_PER_LONG - ALLOC_TAG_PGFLAG_TOP_USED - ALLOC_TAG_PGFLAG_REFS)
+#define ALLOC_TAG_PGFLAG_FREE	(ALLOC_TAG_PGFLAG_TOP - NR_PAGEFLAGS)
 
 void __pgalloc_tag_add(struct page *page, struct alloc_tag *tag, unsigned int nr);
 void __pgalloc_tag_sub(struct page *page, unsigned int nr);

@@ -17,6 +17,8 @@
 #include <linux/seq_file.h>
 #include <linux/sysctl.h>
 #include <linux/page_ext.h>
+#include <linux/pgalloc_tag.h>
+#include <linux/build_bug.h>
 #include <linux/init.h>
 
 void *rust_helper_per_cpu_ptr(void __percpu *ptr, unsigned int cpu)
@@ -90,9 +92,13 @@ size_t rust_helper_alloc_tag_c_layout(unsigned int item)
 		offsetof(struct alloc_tag_counters, calls),
 		sizeof(union codetag_ref),
 		sizeof(struct codetag_bytes),
+#ifdef CONFIG_PAGE_EXTENSION
 		sizeof(struct page_ext_operations),
 		offsetof(struct page_ext_operations, need),
 		offsetof(struct page_ext_operations, need_shared_flags),
+#else
+		0, 0, 0,
+#endif
 		offsetof(struct seq_file, index),
 		offsetof(struct seq_file, private),
 		sizeof(const struct seq_operations),
@@ -106,6 +112,10 @@ size_t rust_helper_alloc_tag_c_layout(unsigned int item)
 		0,
 #endif
 	};
+
+	/* The compressed index field ends where the LRU refs field starts. */
+	BUILD_BUG_ON(ALLOC_TAG_PGFLAG_TOP != LRU_REFS_PGOFF);
+	BUILD_BUG_ON(ALLOC_TAG_PGFLAG_FREE < 0);
 
 	return item < ARRAY_SIZE(layout) ? layout[item] : (size_t)-1;
 }

@@ -9,13 +9,16 @@
 //! - Boot `0`/`1` sets the state and keeps run-time switching; `never` turns
 //!   profiling off for good (no `page_ext`, sysctl read-only). Any other value
 //!   is refused with one log line naming it, and the default stays.
+//! - `,compressed` after `0` or `1` asks for compressed page tags
+//!   ([`super::compressed`]); any other text after the comma refuses the value.
+//! - `alloc_tag_page_bits=N` caps the page-flag bits compressed tags use.
 //! - The sysctl takes `0` or `1` (whitespace around allowed) from
 //!   `CAP_SYS_ADMIN`; anything else is `-EINVAL` and changes nothing. It is
 //!   read-only (0444) after `never` and in `MEM_ALLOC_PROFILING_DEBUG` builds.
 
-use super::parse::{parse_boot_value, parse_sysctl_value, BootMode};
+use super::parse::{parse_boot_value, parse_page_bits, parse_sysctl_value, BootMode};
 use crate::ffi::{c_char, c_int};
-use crate::{bindings, c_str, error::code::*, pr_err, pr_info, types::Opaque};
+use crate::{bindings, c_str, error::code::*, pr_err, pr_info, pr_warn, types::Opaque};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -101,8 +104,9 @@ unsafe extern "C" fn alloc_tag_early_param(value: *mut c_char) -> c_int {
         unsafe { crate::str::CStr::from_char_ptr(value) }.as_bytes()
     };
     match parse_boot_value(bytes) {
-        Ok(mode) => {
-            let (support, on) = match mode {
+        Ok(v) => {
+            super::compressed::request(v.compressed);
+            let (support, on) = match v.mode {
                 BootMode::Off => (true, false),
                 BootMode::On => (true, true),
                 BootMode::Never => (false, false),
@@ -123,7 +127,32 @@ unsafe extern "C" fn alloc_tag_early_param(value: *mut c_char) -> c_int {
     0
 }
 
-// The `early_param()` entry, a `struct obs_kernel_param` in `.init.setup`:
+/// `early_param()` handler of `alloc_tag_page_bits=`: the most page-flag
+/// bits compressed page tags may use (to test the fallback on a config that
+/// has plenty).
+///
+/// # Safety
+///
+/// `value` is NULL or a NUL-terminated string (from the command line).
+#[no_mangle]
+unsafe extern "C" fn alloc_tag_page_bits_param(value: *mut c_char) -> c_int {
+    let bytes = if value.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: NUL-terminated (caller).
+        unsafe { crate::str::CStr::from_char_ptr(value) }.as_bytes()
+    };
+    match parse_page_bits(bytes) {
+        Some(bits) => super::compressed::limit_bits(bits),
+        None => pr_err!(
+            "alloc_tag: alloc_tag_page_bits={}: expected a number from 0 to 64; ignored\n",
+            crate::str::BStr::from_bytes(bytes)
+        ),
+    }
+    0
+}
+
+// The `early_param()` entries, `struct obs_kernel_param`s in `.init.setup`:
 // `{ const char *str; int (*setup_func)(char *); int early; }`, 24 bytes on
 // 64-bit. Emitted in assembly with local labels: a Rust static would be a
 // global symbol, which the kernel crate's automatic exports would export,
@@ -138,6 +167,17 @@ core::arch::global_asm!(
         .balign 8
         .quad .Lalloc_tag_setup_str
         .quad alloc_tag_early_param
+        .long 1
+        .balign 8
+    .previous
+    .section ".init.rodata", "a"
+    .Lalloc_tag_bits_str:
+        .asciz "alloc_tag_page_bits"
+    .previous
+    .section ".init.setup", "aw"
+        .balign 8
+        .quad .Lalloc_tag_bits_str
+        .quad alloc_tag_page_bits_param
         .long 1
         .balign 8
     .previous"#
@@ -231,21 +271,49 @@ fn sysctl_init() {
 #[no_mangle]
 extern "C" fn alloc_tag_init() -> c_int {
     super::registry::init();
+    super::compressed::init();
     // SAFETY: the percpu allocator is up at device initcalls.
     unsafe { bindings::pcpu_alloc_tag_init_boot_chunks() };
     sysctl_init();
     super::report::procfs_init();
+    let (store, width, capacity, tags) = super::compressed::describe();
     pr_info!(
-        "alloc_tag: Rust core, {} tags in vmlinux, profiling {}\n",
-        super::registry::read().map_or(0, |r| r.len()),
+        "alloc_tag: Rust core, {} tags in vmlinux, profiling {}, page tags {}\n",
+        tags,
         if profiling_enabled() {
             "on"
         } else if profiling_supported() {
             "off"
         } else {
             "never"
-        }
+        },
+        if profiling_supported() { store } else { "none" }
     );
+    if profiling_supported() && super::compressed::fell_back() {
+        pr_warn!(
+            "alloc_tag: compressed page tags do not fit: {} tags + {} module ids > {} ids of a {}-bit field ({} free page-flag bits); using page_ext\n",
+            tags,
+            super::compressed::MODULE_IDS,
+            capacity,
+            width,
+            super::compressed::FREE_BITS
+        );
+    } else if profiling_supported()
+        && super::compressed::store() == super::compressed::Store::Compressed
+    {
+        pr_info!(
+            "alloc_tag: {}-bit page tag index ({} free page-flag bits), capacity {}, {} ids for modules{}\n",
+            width,
+            super::compressed::FREE_BITS,
+            capacity,
+            super::compressed::module_slots(),
+            if super::compressed::fits(tags, capacity as usize) {
+                ""
+            } else {
+                "; tags without an index count their pages on the overflow row"
+            }
+        );
+    }
     0
 }
 

@@ -36,18 +36,28 @@ fn rust_layout() -> [(&'static str, usize); 22] {
         ),
         ("sizeof(union codetag_ref)", size_of::<codetag_ref>()),
         ("sizeof(struct codetag_bytes)", size_of::<codetag_bytes>()),
+        #[cfg(CONFIG_PAGE_EXTENSION)]
         (
             "sizeof(struct page_ext_operations)",
             size_of::<page_ext_operations>(),
         ),
+        #[cfg(CONFIG_PAGE_EXTENSION)]
         (
             "offsetof(page_ext_operations, need)",
             offset_of!(page_ext_operations, need),
         ),
+        #[cfg(CONFIG_PAGE_EXTENSION)]
         (
             "offsetof(page_ext_operations, need_shared_flags)",
             offset_of!(page_ext_operations, need_shared_flags),
         ),
+        // Not built: C reports 0 for the three page_ext items.
+        #[cfg(not(CONFIG_PAGE_EXTENSION))]
+        ("page_ext_operations (not built)", 0),
+        #[cfg(not(CONFIG_PAGE_EXTENSION))]
+        ("page_ext_operations (not built)", 0),
+        #[cfg(not(CONFIG_PAGE_EXTENSION))]
+        ("page_ext_operations (not built)", 0),
         ("offsetof(seq_file, index)", offset_of!(seq_file, index)),
         ("offsetof(seq_file, private)", offset_of!(seq_file, private)),
         ("sizeof(struct seq_operations)", size_of::<seq_operations>()),

@@ -13,7 +13,9 @@
 //!
 //! - [`tag_ref`]: charging and uncharging through an object's tag reference
 //!   (slab object extensions, percpu chunk extensions);
-//! - [`page`]: the per-page tag reference in `page_ext`, split and migration;
+//! - [`page`]: the page allocator's hooks, split and migration, over the
+//!   page's tag reference in `page_ext` or its tag index in `page->flags`
+//!   ([`compressed`]), chosen once at boot;
 //! - [`registry`]: the tags of vmlinux and of each loaded module;
 //! - [`control`]: the static key, `sysctl.vm.mem_profiling=` and
 //!   `/proc/sys/vm/mem_profiling`;
@@ -25,7 +27,9 @@
 
 use crate::{bindings, percpu::PerCpuPtr, str::CStr, types::Opaque};
 use core::mem::offset_of;
+use core::sync::atomic::{AtomicU32, Ordering};
 
+pub mod compressed;
 pub mod control;
 pub mod layout;
 pub mod page;
@@ -49,7 +53,8 @@ pub struct Counters {
 ///
 /// The wrapped tag lives in an `alloc_tags` section (of vmlinux, or of a
 /// module whose data outlives every reference to the tag), its code tag
-/// fields never change, and `counters` is always a live `__percpu` pointer.
+/// fields other than `flags` never change, `flags` is only changed
+/// atomically, and `counters` is always a live `__percpu` pointer.
 #[repr(transparent)]
 pub struct AllocTag(Opaque<bindings::alloc_tag>);
 
@@ -177,32 +182,74 @@ impl AllocTag {
         };
     }
 
-    fn ct(&self) -> &bindings::codetag {
-        // SAFETY: the code tag fields are immutable (invariant), so a shared
-        // reference to them is sound.
-        unsafe { &*self.codetag() }
+    #[inline(always)]
+    fn flags(&self) -> &AtomicU32 {
+        // SAFETY: `flags` is an aligned `u32` of a valid tag that is only
+        // changed atomically (invariant).
+        unsafe { AtomicU32::from_ptr(core::ptr::addr_of_mut!((*self.codetag()).flags)) }
+    }
+
+    /// False once some allocation from this site could not be counted.
+    #[inline]
+    pub fn is_accurate(&self) -> bool {
+        self.flags().load(Ordering::Relaxed) & bindings::CODETAG_FLAG_INACCURATE == 0
+    }
+
+    /// Records that some allocation from this site is not in its counts.
+    #[inline]
+    pub fn mark_inaccurate(&self) {
+        let f = self.flags();
+        if f.load(Ordering::Relaxed) & bindings::CODETAG_FLAG_INACCURATE == 0 {
+            f.fetch_or(bindings::CODETAG_FLAG_INACCURATE, Ordering::Relaxed);
+        }
+    }
+
+    /// The compressed page-tag index recorded in the tag (module tags), 0
+    /// if none.
+    #[inline(always)]
+    pub(crate) fn stored_index(&self) -> u32 {
+        self.flags().load(Ordering::Relaxed) >> compressed::STORED_INDEX_SHIFT
+    }
+
+    /// Records the compressed page-tag index `index` (below 2^24) in the
+    /// tag, keeping its flags.
+    pub(crate) fn set_stored_index(&self, index: u32) {
+        let f = self.flags();
+        let mut old = f.load(Ordering::Relaxed);
+        loop {
+            let new =
+                (old & bindings::CODETAG_FLAG_MASK) | (index << compressed::STORED_INDEX_SHIFT);
+            match f.compare_exchange_weak(old, new, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(cur) => old = cur,
+            }
+        }
     }
 
     /// The source line.
     pub fn line(&self) -> u32 {
-        self.ct().lineno
+        // SAFETY: `lineno` of a valid tag never changes (invariant).
+        unsafe { (*self.codetag()).lineno }
     }
 
     /// The source file path.
     pub fn file(&self) -> &CStr {
-        // SAFETY: `filename` is a static NUL-terminated string (`__FILE__`).
-        unsafe { CStr::from_char_ptr(self.ct().filename) }
+        // SAFETY: `filename` never changes (invariant) and is a static
+        // NUL-terminated string (`__FILE__`).
+        unsafe { CStr::from_char_ptr((*self.codetag()).filename) }
     }
 
     /// The function name.
     pub fn function(&self) -> &CStr {
-        // SAFETY: `function` is a static NUL-terminated string (`__func__`).
-        unsafe { CStr::from_char_ptr(self.ct().function) }
+        // SAFETY: `function` never changes (invariant) and is a static
+        // NUL-terminated string (`__func__`).
+        unsafe { CStr::from_char_ptr((*self.codetag()).function) }
     }
 
     /// The module name, `None` for code built into vmlinux.
     pub fn module_name(&self) -> Option<&CStr> {
-        let m = self.ct().modname;
+        // SAFETY: `modname` never changes (invariant).
+        let m = unsafe { (*self.codetag()).modname };
         if m.is_null() {
             None
         } else {

@@ -1,40 +1,59 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Page tags: each page's tag reference, and the C entry points of the page
+//! Page tags: each page's tag, and the C entry points of the page
 //! allocator's hooks.
 //!
-//! The reference of a page lives in its `page_ext`, in the slot this core
-//! registers as the `page_alloc_tagging_ops` client. A high-order allocation
-//! is recorded on its head page and charged `PAGE_SIZE << order`. Splitting
-//! gives every new piece the same tag and one call each (bytes unchanged);
-//! migration swaps the old and the new folio's references, so that each later
-//! free uncharges exactly what its allocation charged.
+//! A page's tag is kept either as a reference in its `page_ext`, in the slot
+//! this core registers as the `page_alloc_tagging_ops` client, or as a tag
+//! index in spare `page->flags` bits ([`super::compressed`]). The store is
+//! chosen once, before the first page is charged, and the hooks below only
+//! see [`PageTag`]. A high-order allocation is recorded on its head page and
+//! charged `PAGE_SIZE << order`. Splitting gives every new piece the same tag
+//! and one call each (bytes unchanged); migration swaps the old and the new
+//! folio's tags, so that each later free uncharges exactly what its
+//! allocation charged.
 
-use super::{tag_ref::TagRef, AllocTag};
-use crate::{bindings, page::PAGE_SIZE, types::Opaque};
-use core::mem::size_of;
+use super::compressed::{self, PageIndex, Store};
+use super::AllocTag;
+use crate::{bindings, page::PAGE_SIZE};
 
-/// The `page_ext` client: one `union codetag_ref` per page.
-#[repr(transparent)]
-pub struct PageExtOps(Opaque<bindings::page_ext_operations>);
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+use super::tag_ref::TagRef;
 
-// SAFETY: written only by `page_ext` init (`offset`) before any page hook runs.
-unsafe impl Sync for PageExtOps {}
+#[cfg(CONFIG_PAGE_EXTENSION)]
+pub use ext_ops::page_alloc_tagging_ops;
 
-/// Named as the C side expects it (`include/linux/pgalloc_tag.h`); `page_ext`
-/// fills in `offset` during boot.
-#[no_mangle]
-pub static page_alloc_tagging_ops: PageExtOps =
-    PageExtOps(Opaque::new(bindings::page_ext_operations {
-        offset: 0,
-        size: size_of::<bindings::codetag_ref>(),
-        need: Some(need_page_alloc_tagging),
-        init: None,
-        need_shared_flags: false,
-    }));
+#[cfg(CONFIG_PAGE_EXTENSION)]
+mod ext_ops {
+    use crate::{bindings, types::Opaque};
+    use core::mem::size_of;
 
-extern "C" fn need_page_alloc_tagging() -> bool {
-    super::control::profiling_supported()
+    /// The `page_ext` client: one `union codetag_ref` per page.
+    #[repr(transparent)]
+    pub struct PageExtOps(pub(super) Opaque<bindings::page_ext_operations>);
+
+    // SAFETY: written only by `page_ext` init (`offset`) before any page hook runs.
+    unsafe impl Sync for PageExtOps {}
+
+    /// Named as the C side expects it (`include/linux/pgalloc_tag.h`);
+    /// `page_ext` fills in `offset` during boot. Defined whenever page_ext is
+    /// built, since `mm/page_ext.c` lists it; it asks for space only when
+    /// page tags are kept in page_ext.
+    #[no_mangle]
+    pub static page_alloc_tagging_ops: PageExtOps =
+        PageExtOps(Opaque::new(bindings::page_ext_operations {
+            offset: 0,
+            size: size_of::<bindings::codetag_ref>(),
+            need: Some(need_page_alloc_tagging),
+            init: None,
+            need_shared_flags: false,
+        }));
+
+    extern "C" fn need_page_alloc_tagging() -> bool {
+        cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)
+            && super::super::control::profiling_supported()
+            && super::compressed::store() == super::Store::PageExt
+    }
 }
 
 /// A page's reference, with its `page_ext` held.
@@ -42,18 +61,17 @@ extern "C" fn need_page_alloc_tagging() -> bool {
 /// # Invariants
 ///
 /// `ext` is a `page_ext` returned by `page_ext_get()` and not yet put.
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
 struct PageRef {
     ext: *mut bindings::page_ext,
 }
 
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
 impl PageRef {
     /// The reference of `page`, or `None` if the page has no `page_ext`
     /// (early pages, or profiling built in but `never`).
     #[inline(always)]
     fn get(page: *const bindings::page) -> Option<PageRef> {
-        if page.is_null() {
-            return None;
-        }
         // SAFETY: `page` is a valid page (the C hooks' contract); the lookup
         // takes the RCU read lock that `page_ext_put()` drops.
         let ext = unsafe { bindings::page_ext_get(page) };
@@ -76,11 +94,115 @@ impl PageRef {
     }
 }
 
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
 impl Drop for PageRef {
     #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: got and not yet put (invariant).
         unsafe { bindings::page_ext_put(self.ext) };
+    }
+}
+
+/// A page's tag, wherever this boot keeps it.
+enum PageTag<'a> {
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+    Ext(PageRef),
+    Index(PageIndex<'a>),
+}
+
+impl PageTag<'_> {
+    /// The tag slot of `page`, or `None` if it has none (NULL, or an early
+    /// page without `page_ext`).
+    ///
+    /// # Safety
+    ///
+    /// `page` is NULL or a valid page for the returned lifetime.
+    #[inline(always)]
+    unsafe fn get<'a>(page: *mut bindings::page) -> Option<PageTag<'a>> {
+        if page.is_null() {
+            return None;
+        }
+        match compressed::store() {
+            // SAFETY: valid page (caller); compressed mode is in effect.
+            Store::Compressed => Some(PageTag::Index(unsafe { PageIndex::get(page) })),
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            Store::PageExt => PageRef::get(page).map(PageTag::Ext),
+            #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT))]
+            Store::PageExt => None,
+        }
+    }
+
+    #[inline(always)]
+    fn charge(&self, tag: *mut bindings::alloc_tag, bytes: usize) {
+        match self {
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            // SAFETY: the reference belongs to the page being allocated; `tag`
+            // is NULL or a tag (the hooks' contract).
+            PageTag::Ext(r) => unsafe {
+                super::tag_ref::alloc_tag_add(
+                    core::ptr::from_ref(r.tag_ref()).cast_mut().cast(),
+                    tag,
+                    bytes,
+                )
+            },
+            PageTag::Index(i) => i.charge(tag, bytes),
+        }
+    }
+
+    #[inline(always)]
+    fn charge_piece(&self, tag: &AllocTag) {
+        match self {
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            PageTag::Ext(r) => r.tag_ref().charge_piece(tag),
+            PageTag::Index(i) => i.charge_piece(tag),
+        }
+    }
+
+    #[inline(always)]
+    fn uncharge(&self, bytes: usize) {
+        match self {
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            PageTag::Ext(r) => r.tag_ref().uncharge(bytes),
+            PageTag::Index(i) => i.uncharge(bytes),
+        }
+    }
+
+    #[inline(always)]
+    fn tag(&self) -> Option<&'static AllocTag> {
+        match self {
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            PageTag::Ext(r) => r.tag_ref().tag(),
+            PageTag::Index(i) => i.tag(),
+        }
+    }
+
+    #[inline(always)]
+    fn set_empty(&self) {
+        match self {
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            PageTag::Ext(r) => r.tag_ref().set_empty(),
+            PageTag::Index(i) => i.set_empty(),
+        }
+    }
+
+    /// Swaps the tags of two pages (migration), as they are.
+    fn swap(&self, other: &PageTag<'_>) {
+        match (self, other) {
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            (PageTag::Ext(a), PageTag::Ext(b)) => {
+                let (x, y) = (a.tag_ref().raw(), b.tag_ref().raw());
+                a.tag_ref().set_raw(y);
+                b.tag_ref().set_raw(x);
+            }
+            (PageTag::Index(a), PageTag::Index(b)) => {
+                let (x, y) = (a.raw(), b.raw());
+                a.set_raw(y);
+                b.set_raw(x);
+            }
+            // One boot uses one store.
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            _ => {}
+        }
     }
 }
 
@@ -100,16 +222,9 @@ pub unsafe extern "C" fn __pgalloc_tag_add(
     tag: *mut bindings::alloc_tag,
     nr: u32,
 ) {
-    if let Some(r) = PageRef::get(page) {
-        // SAFETY: the reference belongs to the page being allocated; `tag` is
-        // NULL or a tag (caller).
-        unsafe {
-            super::tag_ref::alloc_tag_add(
-                core::ptr::from_ref(r.tag_ref()).cast_mut().cast(),
-                tag,
-                pages_bytes(nr),
-            )
-        };
+    // SAFETY: `page` is a valid page (caller).
+    if let Some(t) = unsafe { PageTag::get(page) } {
+        t.charge(tag, pages_bytes(nr));
     }
 }
 
@@ -120,8 +235,9 @@ pub unsafe extern "C" fn __pgalloc_tag_add(
 /// `page` is the head of `nr` pages being freed.
 #[no_mangle]
 pub unsafe extern "C" fn __pgalloc_tag_sub(page: *mut bindings::page, nr: u32) {
-    if let Some(r) = PageRef::get(page) {
-        r.tag_ref().uncharge(pages_bytes(nr));
+    // SAFETY: `page` is a valid page (caller).
+    if let Some(t) = unsafe { PageTag::get(page) } {
+        t.uncharge(pages_bytes(nr));
     }
 }
 
@@ -132,8 +248,9 @@ pub unsafe extern "C" fn __pgalloc_tag_sub(page: *mut bindings::page, nr: u32) {
 /// `page` is a valid page.
 #[no_mangle]
 pub unsafe extern "C" fn __pgalloc_tag_get(page: *mut bindings::page) -> *mut bindings::alloc_tag {
-    PageRef::get(page)
-        .and_then(|r| r.tag_ref().tag())
+    // SAFETY: `page` is a valid page (caller).
+    unsafe { PageTag::get(page) }
+        .and_then(|t| t.tag())
         .map_or(core::ptr::null_mut(), AllocTag::as_raw)
 }
 
@@ -155,8 +272,9 @@ pub unsafe extern "C" fn __pgalloc_tag_sub_pages(tag: *mut bindings::alloc_tag, 
 /// `page` is a valid page that is not being allocated or freed concurrently.
 #[no_mangle]
 pub unsafe extern "C" fn __clear_page_tag_ref(page: *mut bindings::page) {
-    if let Some(r) = PageRef::get(page) {
-        r.tag_ref().set_empty();
+    // SAFETY: `page` is a valid page (caller).
+    if let Some(t) = unsafe { PageTag::get(page) } {
+        t.set_empty();
     }
 }
 
@@ -177,15 +295,17 @@ pub unsafe extern "C" fn __pgalloc_tag_split(
     }
     // SAFETY: `folio` is valid (caller), so is its head page.
     let head = unsafe { bindings::folio_page(folio, 0) };
-    let Some(tag) = PageRef::get(head).and_then(|r| r.tag_ref().tag()) else {
+    // SAFETY: the head page of a valid folio.
+    let Some(tag) = unsafe { PageTag::get(head) }.and_then(|t| t.tag()) else {
         return;
     };
     let step = 1usize << new_order;
     for i in (step..(1usize << old_order)).step_by(step) {
         // SAFETY: `i` is inside the folio (caller), so this is one of its pages.
         let page = unsafe { bindings::folio_page(folio, i as _) };
-        if let Some(r) = PageRef::get(page) {
-            r.tag_ref().charge_piece(tag);
+        // SAFETY: a page of the folio.
+        if let Some(t) = unsafe { PageTag::get(page) } {
+            t.charge_piece(tag);
         }
     }
 }
@@ -203,10 +323,10 @@ pub unsafe extern "C" fn __pgalloc_tag_swap(new: *mut bindings::folio, old: *mut
     // SAFETY: both folios are valid (caller), so are their head pages.
     let (new_head, old_head) =
         unsafe { (bindings::folio_page(new, 0), bindings::folio_page(old, 0)) };
-    let (Some(rn), Some(ro)) = (PageRef::get(new_head), PageRef::get(old_head)) else {
+    // SAFETY: head pages of valid folios.
+    let (tn, to) = unsafe { (PageTag::get(new_head), PageTag::get(old_head)) };
+    let (Some(tn), Some(to)) = (tn, to) else {
         return;
     };
-    let (a, b) = (rn.tag_ref().raw(), ro.tag_ref().raw());
-    rn.tag_ref().set_raw(b);
-    ro.tag_ref().set_raw(a);
+    tn.swap(&to);
 }

@@ -16,6 +16,15 @@ pub enum BootMode {
     Never,
 }
 
+/// A whole `sysctl.vm.mem_profiling=` value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BootValue {
+    /// The state asked for.
+    pub mode: BootMode,
+    /// `,compressed`: page tags as indexes in page->flags.
+    pub compressed: bool,
+}
+
 /// Why a boot value was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BootError {
@@ -33,25 +42,31 @@ impl BootError {
         match self {
             BootError::Empty => "empty value",
             BootError::BadMode => "expected 0, 1 or never",
-            BootError::BadOption => "no options are supported after the comma",
+            BootError::BadOption => "the only option after the comma is 'compressed'",
         }
     }
 }
 
-/// Parses the value of `sysctl.vm.mem_profiling=`: exactly `0`, `1` or `never`.
+/// Parses the value of `sysctl.vm.mem_profiling=`: exactly `0`, `1` or
+/// `never`, optionally followed by exactly `,compressed`.
 ///
 /// # Examples
 ///
 /// ```
-/// use kernel::alloc_tag::parse::{parse_boot_value, BootError, BootMode};
+/// use kernel::alloc_tag::parse::{parse_boot_value, BootError, BootMode, BootValue};
 ///
-/// assert_eq!(parse_boot_value(b"1"), Ok(BootMode::On));
-/// assert_eq!(parse_boot_value(b"never"), Ok(BootMode::Never));
+/// let on = |compressed| Ok(BootValue { mode: BootMode::On, compressed });
+/// assert_eq!(parse_boot_value(b"1"), on(false));
+/// assert_eq!(parse_boot_value(b"1,compressed"), on(true));
+/// assert_eq!(parse_boot_value(b"never").map(|v| v.mode), Ok(BootMode::Never));
 /// assert_eq!(parse_boot_value(b"nevermore"), Err(BootError::BadMode));
-/// assert_eq!(parse_boot_value(b"1,compressed"), Err(BootError::BadOption));
+/// assert_eq!(parse_boot_value(b"1,compress"), Err(BootError::BadOption));
+/// assert_eq!(parse_boot_value(b"1,compressed,"), Err(BootError::BadOption));
+/// assert_eq!(parse_boot_value(b"1,"), Err(BootError::BadOption));
+/// assert_eq!(parse_boot_value(b",compressed"), Err(BootError::BadMode));
 /// assert_eq!(parse_boot_value(b""), Err(BootError::Empty));
 /// ```
-pub fn parse_boot_value(value: &[u8]) -> Result<BootMode, BootError> {
+pub fn parse_boot_value(value: &[u8]) -> Result<BootValue, BootError> {
     if value.is_empty() {
         return Err(BootError::Empty);
     }
@@ -65,10 +80,42 @@ pub fn parse_boot_value(value: &[u8]) -> Result<BootMode, BootError> {
         b"never" => BootMode::Never,
         _ => return Err(BootError::BadMode),
     };
-    match options {
-        None => Ok(mode),
-        Some(_) => Err(BootError::BadOption),
+    let compressed = match options {
+        None => false,
+        Some(b"compressed") => true,
+        Some(_) => return Err(BootError::BadOption),
+    };
+    Ok(BootValue { mode, compressed })
+}
+
+/// Parses `alloc_tag_page_bits=`: the most page-flag bits compressed page
+/// tags may use, a decimal number from 0 to 64 (no sign, no whitespace).
+///
+/// # Examples
+///
+/// ```
+/// use kernel::alloc_tag::parse::parse_page_bits;
+///
+/// assert_eq!(parse_page_bits(b"8"), Some(8));
+/// assert_eq!(parse_page_bits(b"064"), Some(64));
+/// assert_eq!(parse_page_bits(b"65"), None);
+/// assert_eq!(parse_page_bits(b"99999999999999999999"), None);
+/// assert_eq!(parse_page_bits(b"-1"), None);
+/// assert_eq!(parse_page_bits(b""), None);
+/// assert_eq!(parse_page_bits(b"8 "), None);
+/// ```
+pub fn parse_page_bits(value: &[u8]) -> Option<u32> {
+    if value.is_empty() || value.len() > 8 {
+        return None;
     }
+    let mut n: u32 = 0;
+    for &b in value {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + u32::from(b - b'0');
+    }
+    (n <= 64).then_some(n)
 }
 
 /// Parses a write to `/proc/sys/vm/mem_profiling`: `0` or `1`, optionally

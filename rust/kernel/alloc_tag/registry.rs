@@ -20,12 +20,14 @@ extern "C" {
     static __stop_alloc_tags: [bindings::alloc_tag; 0];
 }
 
-/// One module's tags: `len` consecutive `alloc_tag`s from `start`.
+/// One module's tags: `len` consecutive `alloc_tag`s from `start`, and the
+/// first of their compressed page-tag indexes if they got any.
 #[derive(Clone, Copy)]
 struct Segment {
     module: *mut bindings::module,
     start: *mut bindings::alloc_tag,
     len: usize,
+    page_ids: Option<u32>,
 }
 
 impl Segment {
@@ -72,7 +74,15 @@ fn vmlinux() -> Segment {
         module: core::ptr::null_mut(),
         start: start.cast_mut(),
         len: (stop as usize - start as usize) / size_of::<bindings::alloc_tag>(),
+        page_ids: None,
     }
+}
+
+/// vmlinux's tags: the first and their number. Usable from early boot.
+#[inline(always)]
+pub(crate) fn vmlinux_tags() -> (*mut bindings::alloc_tag, usize) {
+    let v = vmlinux();
+    (v.start, v.len)
 }
 
 /// Sets the registry up; called once from the profiler's initcall.
@@ -252,6 +262,7 @@ unsafe fn module_segment(module: *mut bindings::module) -> Option<Segment> {
         module,
         start: start as *mut bindings::alloc_tag,
         len: (stop - start) / size_of::<bindings::alloc_tag>(),
+        page_ids: None,
     })
 }
 
@@ -267,13 +278,22 @@ pub unsafe extern "C" fn codetag_load_module(module: *mut bindings::module) {
         return;
     }
     // SAFETY: live module (caller).
-    let Some(seg) = (unsafe { module_segment(module) }) else {
+    let Some(mut seg) = (unsafe { module_segment(module) }) else {
         return;
     };
     let Some(mut w) = WriteGuard::new() else {
         return;
     };
+    // SAFETY: the module's tags, not yet used (the module's init has not
+    // run); the registry is held for writing.
+    seg.page_ids = unsafe { super::compressed::assign_module_ids(seg.start, seg.len) };
     if w.modules().push(seg, GFP_KERNEL).is_err() {
+        if let Some(base) = seg.page_ids {
+            super::compressed::release_module_ids(base, seg.len);
+            for i in 0..seg.len {
+                seg.tag(i).set_stored_index(0);
+            }
+        }
         pr_warn!(
             "alloc_tag: no memory to register the {} tags of a module; they are not reported\n",
             seg.len
@@ -328,6 +348,11 @@ pub unsafe extern "C" fn codetag_unload_module(module: *mut bindings::module) ->
             // away from them keeps the later frees of these allocations off
             // freed memory.
             unsafe { tag.redirect_counters(orphan) };
+        }
+    }
+    if clean {
+        if let Some(base) = seg.page_ids {
+            super::compressed::release_module_ids(base, seg.len);
         }
     }
     let mods = w.modules();

@@ -1,20 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Reports: `/proc/allocinfo` (format v1.0, byte for byte as upstream) and
+//! Reports: `/proc/allocinfo` (format v2.0, byte for byte as upstream) and
 //! the top users that `show_mem()` prints on OOM.
 //!
 //! `/proc/allocinfo` is root-only (0400). After the two header lines, one row
 //! per tag, zero rows included, in registry order:
 //!
 //! ```text
-//! allocinfo - version: 1.0
+//! allocinfo - version: 2.0
 //! #     <size>  <calls> <tag info>
 //!        4096        1 mm/percpu.c:1234 func:pcpu_alloc_chunk
 //!         128        1 drivers/foo.c:56 [foo] func:foo_probe
+//!        8192        2 drivers/foo.c:78 [foo] func:foo_grow accurate:no
 //! ```
 //!
 //! Size is right-aligned in 12 (signed), calls in 8, then `file:line`, the
-//! module in brackets if any, `func:name`, and a trailing space. A `read()`
+//! module in brackets if any, `func:name`, ` accurate:no` if some
+//! allocation from the site could not be counted, and a trailing space. This
+//! is v1.0 with a new header and the optional key. A `read()`
 //! resumes at its position in O(number of modules), never by walking the
 //! tags already returned.
 
@@ -22,7 +25,7 @@ use super::{registry, AllocTag};
 use crate::{bindings, seq_file::SeqFile, types::Opaque};
 use core::ffi::{c_int, c_void};
 
-const HEADER: &[u8] = b"allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n";
+const HEADER: &[u8] = b"allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n";
 
 /// A row assembled on the stack and handed to the seq_file in one write.
 struct RowBuf<const N: usize> {
@@ -66,7 +69,7 @@ impl<const N: usize> RowBuf<N> {
     }
 }
 
-/// Writes one v1.0 row for `tag`: `"%12lli %8llu file:line[ [mod]] func:f \n"`.
+/// Writes one v2.0 row for `tag`: `"%12lli %8llu file:line[ [mod]] func:f[ accurate:no] \n"`.
 ///
 /// Formatted by hand into one buffer and written with one `seq_write()`
 /// (rows too long for it are written piece by piece): this is the whole
@@ -99,7 +102,12 @@ fn write_row(m: &SeqFile, tag: &AllocTag) {
     } else {
         (b"[", b"] ")
     };
-    let parts: [&[u8]; 8] = [
+    let accuracy: &[u8] = if tag.is_accurate() {
+        b""
+    } else {
+        b" accurate:no"
+    };
+    let parts: [&[u8]; 9] = [
         tag.file().as_bytes(),
         &line.buf[..line.len],
         open,
@@ -107,6 +115,7 @@ fn write_row(m: &SeqFile, tag: &AllocTag) {
         close,
         b"func:",
         tag.function().as_bytes(),
+        accuracy,
         b" \n",
     ];
     for p in parts {

@@ -141,7 +141,7 @@ impl TagRef {
 }
 
 /// `MEM_ALLOC_PROFILING_DEBUG` checks, each reported once.
-mod debug {
+pub(super) mod debug {
     use crate::bindings;
 
     #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
@@ -185,23 +185,30 @@ mod debug {
 
     /// Setting a reference that still holds a tag loses a charge.
     #[inline(always)]
-    pub(super) fn check_add(_old: *mut bindings::codetag) {
+    pub(in crate::alloc_tag) fn check_add(_old: *mut bindings::codetag) {
         #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
         if !_old.is_null() && !checks::is_empty(_old) {
             checks::overwritten();
         }
     }
 
+    /// A page's tag index is set while it still holds one (compressed mode).
+    #[inline(always)]
+    pub(in crate::alloc_tag) fn warn_overwritten() {
+        #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
+        checks::overwritten();
+    }
+
     /// An allocation reached a hook with no tag: a missing `alloc_hooks()`.
     #[inline(always)]
-    pub(super) fn warn_missing_tag() {
+    pub(in crate::alloc_tag) fn warn_missing_tag() {
         #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
         checks::missing_tag();
     }
 
     /// A free found no reference: the allocation was never charged.
     #[inline(always)]
-    pub(super) fn warn_free_without_ref() {
+    pub(in crate::alloc_tag) fn warn_free_without_ref() {
         #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
         checks::not_set();
     }

@@ -29,7 +29,10 @@
 #define AI_PATH		"/proc/allocinfo"
 #define AI_SYSCTL	"/proc/sys/vm/mem_profiling"
 #define ATT_DIR		"/sys/kernel/debug/alloc_tag_test"
-#define AI_HEADER1	"allocinfo - version: 1.0\n"
+/* Line 1: format 1.0 on upstream 6.12, 2.0 (rows may say accurate:no) on ours. */
+#define AI_HEADER1_V1	"allocinfo - version: 1.0\n"
+#define AI_HEADER1_V2	"allocinfo - version: 2.0\n"
+#define AI_HEADER1	(ai_is_upstream() ? AI_HEADER1_V1 : AI_HEADER1_V2)
 #define AI_HEADER2	"#     <size>  <calls> <tag info>\n"
 #define AI_MODDIR	"/modules"
 
@@ -43,7 +46,10 @@ struct ai_row {
 	unsigned int line;
 	char module[64];
 	char func[128];
+	bool inaccurate;	/* v2.0: the row ends " accurate:no " */
 };
+
+static inline bool ai_is_upstream(void);
 
 /* Read a whole file into a NUL-terminated malloc'd buffer, @chunk bytes per read(). */
 static inline char *ai_slurp(const char *path, size_t chunk, size_t *lenp)
@@ -129,9 +135,9 @@ static inline int ai_field(const char *s, int width, bool is_signed, long long *
 }
 
 /*
- * Parse one v1.0 row without its newline: "%12lli %8llu file:line", then
- * " [module]" if any, " func:name" and one trailing space.  Returns 0, or -1
- * if the row breaks the grammar.
+ * Parse one row without its newline: "%12lli %8llu file:line", then
+ * " [module]" if any, " func:name", in v2.0 " accurate:no" if so, and one
+ * trailing space.  Returns 0, or -1 if the row breaks the grammar.
  */
 static inline int ai_parse_row(const char *line, struct ai_row *r)
 {
@@ -190,12 +196,18 @@ static inline int ai_parse_row(const char *line, struct ai_row *r)
 		return -1;
 	p += 5;
 	sp = strchr(p, ' ');
-	if (!sp || sp == p || sp[1] != '\0')
+	if (!sp || sp == p)
 		return -1;
 	n = sp - p;
 	if (n >= sizeof(r->func))
 		return -1;
 	memcpy(r->func, p, n);
+	if (sp[1] == '\0')
+		return 0;
+	/* v2.0: one key, accurate:no, then the trailing space */
+	if (ai_is_upstream() || strcmp(sp + 1, "accurate:no "))
+		return -1;
+	r->inaccurate = true;
 	return 0;
 }
 
@@ -210,9 +222,10 @@ static inline int ai_walk_rows(char *text, ai_row_fn fn, void *arg, int *bad_lin
 	struct ai_row row;
 	int lineno = 0, ret = 0;
 
-	if (strncmp(text, AI_HEADER1 AI_HEADER2, strlen(AI_HEADER1 AI_HEADER2)))
+	if (strncmp(text, AI_HEADER1, strlen(AI_HEADER1)) ||
+	    strncmp(text + strlen(AI_HEADER1), AI_HEADER2, strlen(AI_HEADER2)))
 		return -1;
-	line += strlen(AI_HEADER1 AI_HEADER2);
+	line += strlen(AI_HEADER1) + strlen(AI_HEADER2);
 	lineno = 2;
 	while (*line) {
 		nl = strchr(line, '\n');
@@ -435,6 +448,11 @@ static inline const char *ai_base(void)
 	const char *b = getenv("ALLOC_TAG_BASE");
 
 	return b ? b : "rust";
+}
+
+static inline bool ai_is_upstream(void)
+{
+	return !strcmp(ai_base(), "upstream");
 }
 
 #endif /* ALLOC_TAG_UTIL_H */

@@ -30,7 +30,7 @@ FIXTURE_TEARDOWN(allocinfo)
 TEST_F(allocinfo, header_exact)
 {
 	ASSERT_EQ(0, strncmp(self->text, AI_HEADER1, strlen(AI_HEADER1))) {
-		TH_LOG("line 1 is not '%s'", "allocinfo - version: 1.0");
+		TH_LOG("line 1 is not '%.24s'", AI_HEADER1);
 	}
 	ASSERT_EQ(0, strncmp(self->text + strlen(AI_HEADER1), AI_HEADER2,
 			     strlen(AI_HEADER2))) {

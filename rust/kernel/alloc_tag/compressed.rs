@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Compressed page tags: a page's tag as an index in spare `page->flags`
+//! bits instead of a pointer in `page_ext`.
+//!
+//! C header: [`include/linux/pgalloc_tag.h`](srctree/include/linux/pgalloc_tag.h)
+//! (the bit layout and its formula).
+//!
+//! The index field is `W = min(free bits, 24, alloc_tag_page_bits=)` bits
+//! wide and ends just below the LRU refs field. Indexes:
+//!
+//! - 0: no tag (not counted), 1: deliberately not counted (empty),
+//! - 2: the overflow tag, which counts the pages of tags that got no index
+//!   (its row and theirs say `accurate:no`),
+//! - 3 and up: vmlinux's tags in section order, then module tags.
+//!
+//! So the capacity is `2^W - 3` tags. The storage is chosen once, before
+//! the first page is charged ([`store`]): compressed if asked for (boot
+//! `,compressed`, or the Kconfig default) and vmlinux's tags plus the module
+//! reserve fit; otherwise `page_ext` if it is built in (one log line says
+//! so, profiling stays on); in compressed-only builds, compressed anyway,
+//! with the tags that get no index counted on the overflow row.
+//!
+//! A vmlinux tag's index follows from its address. A module tag's index is
+//! given at module load from a table of `MODULE_TAG_IDS` slots and kept in
+//! its code tag's `flags` (bits 8 to 31); the table maps it back. Page
+//! updates are compare-and-swap loops on `page->flags`, whose other bits
+//! other CPUs may change at any time.
+
+use super::{registry, tag_ref::debug, AllocTag};
+use crate::{alloc::flags::GFP_KERNEL, alloc::KVVec, bindings, types::Opaque};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+
+/// Free page-flag bits of this config (`ALLOC_TAG_PGFLAG_FREE`).
+pub const FREE_BITS: u32 = if bindings::ALLOC_TAG_PGFLAG_FREE > 0 {
+    bindings::ALLOC_TAG_PGFLAG_FREE as u32
+} else {
+    0
+};
+
+/// The bit just above the index field (`LRU_REFS_PGOFF`).
+const TOP: u32 = bindings::ALLOC_TAG_PGFLAG_TOP as u32;
+
+/// The widest index field: a module tag keeps its index in 24 bits of its
+/// code tag's `flags`.
+pub const INDEX_BITS_MAX: u32 = 24;
+
+/// Where a module tag's index sits in its code tag's `flags`.
+pub(crate) const STORED_INDEX_SHIFT: u32 = 8;
+
+/// Indexes reserved for module tags (`CONFIG_MEM_ALLOC_PROFILING_MODULE_TAG_IDS`).
+pub const MODULE_IDS: u32 = bindings::CONFIG_MEM_ALLOC_PROFILING_MODULE_TAG_IDS;
+
+const ID_NONE: u32 = 0;
+const ID_EMPTY: u32 = 1;
+const ID_OVERFLOW: u32 = 2;
+const FIRST_ID: u32 = 3;
+
+// The numbers scripts/alloc_tag_check.sh reads from vmlinux after linking.
+core::arch::global_asm!(
+    ".globl __alloc_tag_size",
+    ".set __alloc_tag_size, {size}",
+    ".globl __alloc_tag_pgflag_bits",
+    ".set __alloc_tag_pgflag_bits, {bits}",
+    ".globl __alloc_tag_index_bits_max",
+    ".set __alloc_tag_index_bits_max, {max}",
+    ".globl __alloc_tag_module_ids",
+    ".set __alloc_tag_module_ids, {mods}",
+    size = const core::mem::size_of::<bindings::alloc_tag>(),
+    bits = const FREE_BITS,
+    max = const INDEX_BITS_MAX,
+    mods = const MODULE_IDS,
+);
+
+/// The overflow tag's per-CPU counters, a `DEFINE_PER_CPU()` of Rust.
+#[repr(transparent)]
+struct PerCpuCounters(Opaque<bindings::alloc_tag_counters>);
+
+// SAFETY: only ever reached through its per-CPU address, with per-CPU
+// operations, as any tag's counters.
+unsafe impl Sync for PerCpuCounters {}
+
+#[link_section = ".data..percpu"]
+static OVERFLOW_COUNTERS: PerCpuCounters = PerCpuCounters(Opaque::new(
+    bindings::alloc_tag_counters { bytes: 0, calls: 0 },
+));
+
+/// The overflow row: pages charged by tags that have no index. Always
+/// `accurate:no`, as are the tags whose pages it holds.
+#[used]
+#[link_section = "alloc_tags"]
+static OVERFLOW_TAG: AllocTag = AllocTag(Opaque::new(bindings::alloc_tag {
+    ct: bindings::codetag {
+        flags: bindings::CODETAG_FLAG_INACCURATE,
+        lineno: line!(),
+        modname: core::ptr::null(),
+        function: c"page_tag_index_overflow".as_ptr().cast(),
+        filename: c"rust/kernel/alloc_tag/compressed.rs".as_ptr().cast(),
+    },
+    counters: OVERFLOW_COUNTERS.0.get(),
+}));
+
+/// Where page tags are kept in this boot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Store {
+    /// A `union codetag_ref` in the page's `page_ext`.
+    PageExt,
+    /// A tag index in `page->flags`.
+    Compressed,
+}
+
+const UNDECIDED: u8 = 0;
+const PAGE_EXT: u8 = 1;
+const COMPRESSED: u8 = 2;
+
+/// The chosen store; the layout statics below are written before it is set
+/// to `COMPRESSED` (release) and read after it is seen (acquire).
+static MODE: AtomicU8 = AtomicU8::new(UNDECIDED);
+static REQUESTED: AtomicBool = AtomicBool::new(false);
+static BITS_LIMIT: AtomicU32 = AtomicU32::new(u32::MAX);
+static FELL_BACK: AtomicBool = AtomicBool::new(false);
+static SHIFT: AtomicU32 = AtomicU32::new(0);
+static MASK: AtomicUsize = AtomicUsize::new(0);
+/// vmlinux tags with an index: the first `VMLINUX_IDS` in section order.
+static VMLINUX_IDS: AtomicU32 = AtomicU32::new(0);
+/// The first module index and the number of module slots.
+static MODULE_BASE: AtomicU32 = AtomicU32::new(0);
+static MODULE_SLOTS: AtomicU32 = AtomicU32::new(0);
+/// `MODULE_SLOTS` tag pointers (as `usize`, 0 when free), from init on.
+static MODULE_TABLE: AtomicPtr<AtomicUsize> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Records `,compressed` from the boot parameter (before any page is charged).
+pub(crate) fn request(compressed: bool) {
+    REQUESTED.store(compressed, Ordering::Relaxed);
+}
+
+/// Records `alloc_tag_page_bits=` (before any page is charged).
+pub(crate) fn limit_bits(bits: u32) {
+    BITS_LIMIT.store(bits, Ordering::Relaxed);
+}
+
+/// The index field width and the number of tag indexes it holds.
+pub fn field() -> (u32, u32) {
+    let w = FREE_BITS
+        .min(INDEX_BITS_MAX)
+        .min(BITS_LIMIT.load(Ordering::Relaxed));
+    let cap = if w < 2 { 0 } else { (1u32 << w) - FIRST_ID };
+    (w, cap)
+}
+
+/// Whether `tags` vmlinux tags and the module reserve fit in `capacity`.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::alloc_tag::compressed::{fits, MODULE_IDS};
+///
+/// assert!(fits(10, 10 + MODULE_IDS as usize));
+/// assert!(!fits(11, 10 + MODULE_IDS as usize));
+/// assert!(!fits(usize::MAX, 0));
+/// ```
+pub fn fits(tags: usize, capacity: usize) -> bool {
+    tags.checked_add(MODULE_IDS as usize)
+        .is_some_and(|n| n <= capacity)
+}
+
+/// Where page tags are kept; decides it on first use.
+#[inline(always)]
+pub fn store() -> Store {
+    match MODE.load(Ordering::Acquire) {
+        COMPRESSED => Store::Compressed,
+        PAGE_EXT => Store::PageExt,
+        _ => decide(),
+    }
+}
+
+/// Whether compressed mode was asked for but did not fit, so page_ext is
+/// used instead.
+pub fn fell_back() -> bool {
+    FELL_BACK.load(Ordering::Relaxed)
+}
+
+#[cold]
+fn decide() -> Store {
+    let page_ext = cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT);
+    let want = REQUESTED.load(Ordering::Relaxed)
+        || !page_ext
+        || cfg!(CONFIG_MEM_ALLOC_PROFILING_DEFAULT_COMPRESSED);
+    if !want {
+        MODE.store(PAGE_EXT, Ordering::Release);
+        return Store::PageExt;
+    }
+    let (w, cap) = field();
+    let (_, tags) = registry::vmlinux_tags();
+    if !fits(tags, cap as usize) && page_ext {
+        FELL_BACK.store(true, Ordering::Relaxed);
+        MODE.store(PAGE_EXT, Ordering::Release);
+        return Store::PageExt;
+    }
+    let vmlinux_ids = (tags as u32).min(cap);
+    SHIFT.store(TOP - w, Ordering::Relaxed);
+    MASK.store((1usize << w) - 1, Ordering::Relaxed);
+    VMLINUX_IDS.store(vmlinux_ids, Ordering::Relaxed);
+    MODULE_BASE.store(FIRST_ID + vmlinux_ids, Ordering::Relaxed);
+    MODULE_SLOTS.store(MODULE_IDS.min(cap - vmlinux_ids), Ordering::Relaxed);
+    MODE.store(COMPRESSED, Ordering::Release);
+    Store::Compressed
+}
+
+/// Sets up the module table; called once from the profiler's initcall.
+pub(crate) fn init() {
+    if store() != Store::Compressed {
+        return;
+    }
+    let slots = MODULE_SLOTS.load(Ordering::Relaxed) as usize;
+    if slots == 0 {
+        return;
+    }
+    match KVVec::from_elem(0usize, slots, GFP_KERNEL) {
+        Ok(v) => {
+            let (ptr, _, _) = v.into_raw_parts();
+            // The table is never freed.
+            MODULE_TABLE.store(ptr.cast(), Ordering::Release);
+        }
+        Err(_) => {
+            MODULE_SLOTS.store(0, Ordering::Relaxed);
+            crate::pr_err!(
+                "alloc_tag: no memory for {} module tag indexes; module page allocations go to the overflow row\n",
+                slots
+            );
+        }
+    }
+}
+
+/// One line for the boot log: where page tags are kept.
+pub(crate) fn describe() -> (&'static str, u32, u32, usize) {
+    let (w, cap) = field();
+    let (_, tags) = registry::vmlinux_tags();
+    let what = match store() {
+        Store::PageExt if fell_back() => "page_ext (compressed does not fit)",
+        Store::PageExt => "page_ext",
+        Store::Compressed => "compressed in page->flags",
+    };
+    (what, w, cap, tags)
+}
+
+fn module_table() -> Option<&'static [AtomicUsize]> {
+    let ptr = MODULE_TABLE.load(Ordering::Acquire);
+    if ptr.is_null() {
+        return None;
+    }
+    let n = MODULE_SLOTS.load(Ordering::Relaxed) as usize;
+    // SAFETY: a non-NULL table has `MODULE_SLOTS` initialised entries and is
+    // never freed.
+    Some(unsafe { core::slice::from_raw_parts(ptr, n) })
+}
+
+/// Gives the `len` tags from `start` (a module's section) consecutive
+/// indexes, if the table has that many free slots in a row; returns the
+/// first. Called with the registry held for writing, so slots are not
+/// taken concurrently.
+///
+/// # Safety
+///
+/// `start..start + len` are the tags of a module being loaded, not yet
+/// used by any allocation.
+pub(crate) unsafe fn assign_module_ids(start: *mut bindings::alloc_tag, len: usize) -> Option<u32> {
+    if MODE.load(Ordering::Acquire) != COMPRESSED || len == 0 {
+        return None;
+    }
+    let table = module_table()?;
+    let mut run = 0;
+    let mut first = None;
+    for (i, slot) in table.iter().enumerate() {
+        if slot.load(Ordering::Relaxed) != 0 {
+            run = 0;
+            continue;
+        }
+        run += 1;
+        if run == len {
+            first = Some(i + 1 - len);
+            break;
+        }
+    }
+    let first = first?;
+    let base = MODULE_BASE.load(Ordering::Relaxed) + first as u32;
+    for j in 0..len {
+        // SAFETY: `j < len` tags of the module (caller).
+        let tag = unsafe { AllocTag::from_raw(start.add(j)) };
+        tag.set_stored_index(base + j as u32);
+        table[first + j].store(tag.as_raw() as usize, Ordering::Release);
+    }
+    Some(base)
+}
+
+/// Frees the indexes of an unloaded module whose tags have nothing charged.
+pub(crate) fn release_module_ids(base: u32, len: usize) {
+    let Some(table) = module_table() else {
+        return;
+    };
+    let first = (base - MODULE_BASE.load(Ordering::Relaxed)) as usize;
+    for slot in table.iter().skip(first).take(len) {
+        slot.store(0, Ordering::Release);
+    }
+}
+
+/// The index of `tag`, or `ID_OVERFLOW` (marking `tag` inaccurate) if it
+/// has none.
+#[inline(always)]
+fn index_of(tag: &AllocTag) -> u32 {
+    let (start, _) = registry::vmlinux_tags();
+    let off = (tag.as_raw() as usize).wrapping_sub(start as usize);
+    let i = off / core::mem::size_of::<bindings::alloc_tag>();
+    if i < VMLINUX_IDS.load(Ordering::Relaxed) as usize {
+        return FIRST_ID + i as u32;
+    }
+    match tag.stored_index() {
+        ID_NONE => overflow(tag),
+        stored => stored,
+    }
+}
+
+#[cold]
+fn overflow(tag: &AllocTag) -> u32 {
+    tag.mark_inaccurate();
+    ID_OVERFLOW
+}
+
+/// The tag with index `id`, if any.
+#[inline(always)]
+fn tag_of(id: u32) -> Option<&'static AllocTag> {
+    if id < FIRST_ID {
+        return if id == ID_OVERFLOW {
+            Some(&OVERFLOW_TAG)
+        } else {
+            None
+        };
+    }
+    let base = MODULE_BASE.load(Ordering::Relaxed);
+    if id < base {
+        let (start, _) = registry::vmlinux_tags();
+        // SAFETY: `id - FIRST_ID < VMLINUX_IDS`, the number of vmlinux tags
+        // with an index, so this is one of vmlinux's tags.
+        return Some(unsafe { AllocTag::from_raw(start.add((id - FIRST_ID) as usize)) });
+    }
+    let slot = module_table()?.get((id - base) as usize)?;
+    let ptr = slot.load(Ordering::Acquire) as *mut bindings::alloc_tag;
+    if ptr.is_null() {
+        None
+    } else {
+        // SAFETY: a slot holds a module tag from its load until its module
+        // is unloaded with nothing charged to it.
+        Some(unsafe { AllocTag::from_raw(ptr) })
+    }
+}
+
+/// The index field of one page.
+///
+/// # Invariants
+///
+/// `flags` is the `flags` word of a valid `struct page`, and compressed
+/// mode is in effect (the layout statics are set).
+pub(crate) struct PageIndex<'a> {
+    flags: &'a AtomicUsize,
+    shift: u32,
+    mask: usize,
+}
+
+impl PageIndex<'_> {
+    /// The index field of `page`, if page tags are compressed.
+    ///
+    /// # Safety
+    ///
+    /// `page` is a valid page for the returned lifetime.
+    #[inline(always)]
+    pub(crate) unsafe fn get<'a>(page: *mut bindings::page) -> PageIndex<'a> {
+        // SAFETY: `flags` is the aligned first word of a valid page
+        // (caller), changed by the kernel only with atomic operations or
+        // while the page is not shared.
+        let flags = unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*page).flags).cast()) };
+        // INVARIANT: valid page (caller); compressed mode (the only caller
+        // checked `store()`).
+        PageIndex {
+            flags,
+            shift: SHIFT.load(Ordering::Relaxed),
+            mask: MASK.load(Ordering::Relaxed),
+        }
+    }
+
+    #[inline(always)]
+    fn id(&self) -> u32 {
+        ((self.flags.load(Ordering::Relaxed) >> self.shift) & self.mask) as u32
+    }
+
+    #[inline(always)]
+    fn set_id(&self, id: u32) {
+        let field = self.mask << self.shift;
+        let bits = (id as usize & self.mask) << self.shift;
+        let mut old = self.flags.load(Ordering::Relaxed);
+        loop {
+            let new = (old & !field) | bits;
+            match self
+                .flags
+                .compare_exchange_weak(old, new, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(cur) => old = cur,
+            }
+        }
+    }
+
+    /// Charges `bytes` and one call to `tag` (NULL: no tag set) and records it.
+    #[inline(always)]
+    pub(crate) fn charge(&self, tag: *mut bindings::alloc_tag, bytes: usize) {
+        if tag.is_null() {
+            debug::warn_missing_tag();
+            return;
+        }
+        // SAFETY: a non-NULL `current->alloc_tag` is a tag.
+        let tag = unsafe { AllocTag::from_raw(tag) };
+        if let Some(t) = self.record(tag) {
+            t.charge(bytes);
+        }
+    }
+
+    /// Records `tag` (or the overflow tag) for one more piece of a split
+    /// allocation, one more call.
+    #[inline(always)]
+    pub(crate) fn charge_piece(&self, tag: &AllocTag) {
+        if let Some(t) = self.record(tag) {
+            t.add_call();
+        }
+    }
+
+    /// Records `tag`'s index and returns the tag to count on: `tag`, the
+    /// overflow tag, or none when not even the overflow index fits (fewer
+    /// than 2 bits).
+    #[inline(always)]
+    fn record<'t>(&self, tag: &'t AllocTag) -> Option<&'t AllocTag> {
+        if cfg!(CONFIG_MEM_ALLOC_PROFILING_DEBUG) {
+            let old = self.id();
+            if old != ID_NONE && old != ID_EMPTY {
+                debug::warn_overwritten();
+            }
+        }
+        let id = index_of(tag);
+        if id as usize > self.mask {
+            tag.mark_inaccurate();
+            self.set_id(ID_NONE);
+            return None;
+        }
+        self.set_id(id);
+        Some(if id == ID_OVERFLOW { &OVERFLOW_TAG } else { tag })
+    }
+
+    /// The tag recorded, if any (the overflow tag for tags without index).
+    #[inline(always)]
+    pub(crate) fn tag(&self) -> Option<&'static AllocTag> {
+        tag_of(self.id())
+    }
+
+    /// Uncharges `bytes` and one call from the recorded tag and clears it.
+    #[inline(always)]
+    pub(crate) fn uncharge(&self, bytes: usize) {
+        let id = self.id();
+        if id == ID_NONE {
+            debug::warn_free_without_ref();
+            return;
+        }
+        self.set_id(ID_NONE);
+        if let Some(t) = tag_of(id) {
+            t.uncharge(bytes);
+        }
+    }
+
+    /// Marks the page as deliberately not counted.
+    #[inline(always)]
+    pub(crate) fn set_empty(&self) {
+        self.set_id(if cfg!(CONFIG_MEM_ALLOC_PROFILING_DEBUG) {
+            ID_EMPTY
+        } else {
+            ID_NONE
+        });
+    }
+
+    /// The raw index, for moving a page's tag as it is (migration).
+    #[inline(always)]
+    pub(crate) fn raw(&self) -> u32 {
+        self.id()
+    }
+
+    /// Stores an index taken from another page with [`PageIndex::raw`].
+    #[inline(always)]
+    pub(crate) fn set_raw(&self, id: u32) {
+        self.set_id(id);
+    }
+}
+
+/// The number of module tag indexes available in this boot.
+pub fn module_slots() -> u32 {
+    if MODULE_TABLE.load(Ordering::Acquire).is_null() {
+        0
+    } else {
+        MODULE_SLOTS.load(Ordering::Relaxed)
+    }
+}
