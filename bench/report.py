@@ -16,6 +16,8 @@ CONFIGS = [
     ("a", "compiled-out"),
     ("b", "upstream-on"), ("b", "upstream-off"), ("b", "upstream-never"),
     ("c", "rust-on"), ("c", "rust-off"), ("c", "rust-never"),
+    ("d", "rust-compressed-on"), ("d", "rust-compressed-off"),
+    ("e", "conly-on"), ("e", "conly-off"),
 ]
 LOOPS = ["kmalloc", "page", "order0", "order1", "order2", "order3", "cache"]
 # Measured on this kind of machine for upstream 6.12.118 (issue #4, FACTS 8).
@@ -29,6 +31,7 @@ TARGETS = {  # overhead against compiled out, never asserted
     ("off", "kmalloc"): 1.0, ("off", "page"): 1.0,
     ("never", "kmalloc"): 1.0, ("never", "page"): 1.0,
     ("on", "kmalloc"): 25.0, ("on", "page"): 15.0,
+    ("compressed-on", "page"): 8.0, ("conly-on", "page"): 8.0,
 }
 
 
@@ -97,8 +100,10 @@ def main():
       "(built against each kernel) for every configuration. KVM: not usable on this machine "
       "(no vmx/svm; nested software KVM hangs), so no wall-clock ratios.")
     w("- configurations: (a) profiling compiled out; (b) upstream C 6.12 on / off "
-      "(`sysctl.vm.mem_profiling=0`) / `never`; (c) the Rust core on / off / never. "
-      "(d) compressed and (e) compressed-only do not exist yet (issue #5).\n")
+      "(`sysctl.vm.mem_profiling=0`) / `never`; (c) the Rust core on / off / never, page tags "
+      "in page_ext; (d) the same kernel booted `1,compressed` / `0,compressed` (tag index in "
+      "page->flags); (e) a compressed-only build (harness/kernel-conly.config: no PAGE_EXTENSION "
+      "at all) on / off.\n")
 
     w("## Loops: instructions per allocate+free pair (median of 3 rounds)\n")
     names = [n for _, n in CONFIGS if n in data]
@@ -133,16 +138,29 @@ def main():
             cells.append(f"{r / u:.3f}x ({pct(r, u)})" if r and u else "")
         w(f"| {l} | " + " | ".join(cells) + " |")
 
+    w("\n## Compressed page tags against page_ext (ours, profiling on)\n")
+    w("| loop | page_ext (c) | compressed (d) | compressed-only (e) | (d)/(c) | (e)/(c) |")
+    w("|---|---|---|---|---|---|")
+    for l in LOOPS:
+        c, d, e = (med.get((n, l)) for n in ("rust-on", "rust-compressed-on", "conly-on"))
+        if not c:
+            continue
+        cells = [f"{c:.1f}", f"{d:.1f}" if d else "", f"{e:.1f}" if e else "",
+                 f"{d / c:.3f}x" if d else "", f"{e / c:.3f}x" if e else ""]
+        w(f"| {l} | " + " | ".join(cells) + " |")
+
     w("\n## Targets (overhead against compiled out; reported, never asserted)\n")
     w("| mode | loop | target | upstream | ours | met |")
     w("|---|---|---|---|---|---|")
     for (mode, l), t in TARGETS.items():
         b = med.get((base, l))
-        u, r = med.get((f"upstream-{mode}", l)), med.get((f"rust-{mode}", l))
-        if not (b and u and r):
+        u = med.get((f"upstream-{mode}", l))
+        r = med.get((mode if mode.startswith("conly") else f"rust-{mode}", l))
+        if not (b and r):
             continue
         ro = (r / b - 1) * 100
-        w(f"| {mode} | {l} | <= +{t:.0f}% | {pct(u, b)} | {ro:+.1f}% | {'yes' if ro <= t else 'no'} |")
+        up = pct(u, b) if u else "(none in 6.12)"
+        w(f"| {mode} | {l} | <= +{t:.0f}% | {up} | {ro:+.1f}% | {'yes' if ro <= t else 'no'} |")
 
     w("\n## Anchor check: upstream here against the figures measured before (FACTS 8)\n")
     w("| configuration | loop | anchor | here | deviation |")

@@ -23,6 +23,10 @@ configs=(
 	"c:rust-on|rust||"
 	"c:rust-off|rust||sysctl.vm.mem_profiling=0"
 	"c:rust-never|rust||sysctl.vm.mem_profiling=never"
+	"d:rust-compressed-on|rust||sysctl.vm.mem_profiling=1,compressed"
+	"d:rust-compressed-off|rust||sysctl.vm.mem_profiling=0,compressed"
+	"e:conly-on|rust|conly|"
+	"e:conly-off|rust|conly|sysctl.vm.mem_profiling=0"
 )
 
 built=""

@@ -8,7 +8,8 @@
 set -uo pipefail
 H=$(cd "$(dirname "$0")" && pwd)
 : "${CACHE_DIR:?}" "${REPO:?}"
-bases=${TEST_BASES:-rust upstream}
+# Each target is BASE or BASE-VARIANT (a build with harness/kernel-VARIANT.config).
+bases=${TEST_BASES:-rust upstream rust-conly}
 
 pass=0 fail=0 skip=0
 t0=$(date +%s)
@@ -76,32 +77,70 @@ build_checks() {
 	done
 }
 
-for base in $bases; do
-	export BASE=$base W=$CACHE_DIR/$base
-	export SRC=$W/src OUT=$W/build
+# Checks on a compressed-only build: no page_ext in the kernel at all.
+conly_checks() {
+	if grep -q '^CONFIG_PAGE_EXTENSION=y' "$OUT/.config"; then
+		bad "build: compressed-only build has CONFIG_PAGE_EXTENSION"
+	else
+		ok
+	fi
+	if nm "$OUT/vmlinux" 2>/dev/null | grep -qE ' (page_ext_init|page_alloc_tagging_ops)$'; then
+		bad "build: compressed-only vmlinux has page_ext code"
+	else
+		ok
+	fi
+}
+
+for target in $bases; do
+	base=${target%%-*} variant=
+	[ "$target" != "$base" ] && variant=${target#*-}
+	export BASE=$base VARIANT=$variant W=$CACHE_DIR/$target
+	export SRC=$CACHE_DIR/$base/src OUT=$W/build
 	mkdir -p "$W/logs"
-	echo "== BASE=$base"
+	echo "== BASE=$base${variant:+ VARIANT=$variant}"
 
 	# 2. Build kernel, test modules and selftests.
-	if ! make -s -C "$REPO" build BASE="$base"; then
-		bad "build: BASE=$base: the kernel, test modules or selftests did not build"
+	if ! make -s -C "$REPO" build BASE="$base" VARIANT="$variant"; then
+		bad "build: $target: the kernel, test modules or selftests did not build"
 		continue
 	fi
-	[ "$base" = rust ] && build_checks
+	[ "$target" = rust ] && build_checks
+	[ "$target" = rust-conly ] && conly_checks
 	if ! "$H/vm.sh" initramfs; then
-		bad "initramfs: BASE=$base"
+		bad "initramfs: $target"
 		continue
 	fi
 
-	# 3. Test boots: NAME|APPEND|TESTS|JUDGE-OPTIONS
+	# 3. Test boots: NAME|APPEND|TESTS|JUDGE-OPTIONS.  allocprof_store= tells
+	# the page_store selftest which page tag store the boot must be using.
 	all=$(paste -sd, "$W/selftests.list")
-	boots=(
-		"main||$all|--kunit"
+	params=(
 		"param-0|kunit.enable=0 sysctl.vm.mem_profiling=0|boot_param|"
 		"param-1|kunit.enable=0 sysctl.vm.mem_profiling=1|boot_param|"
 		"param-never|kunit.enable=0 sysctl.vm.mem_profiling=never|boot_param|"
 		"param-malformed|kunit.enable=0 sysctl.vm.mem_profiling=abc|boot_param|"
 	)
+	case $target in
+	rust)
+		boots=(
+			"main|allocprof_store=page_ext|$all|--kunit"
+			"${params[@]}"
+			"compressed|kunit.enable=0 sysctl.vm.mem_profiling=1,compressed allocprof_store=compressed|$all|"
+			"param-compressed-bad|kunit.enable=0 sysctl.vm.mem_profiling=1,compress|boot_param|"
+			"fallback|kunit.enable=0 sysctl.vm.mem_profiling=1,compressed alloc_tag_page_bits=9 allocprof_store=fallback|allocinfo_format,alloc_sites,page_store|"
+		)
+		;;
+	rust-conly)
+		boots=(
+			"main|allocprof_store=compressed|$all|--kunit"
+			"param-0|kunit.enable=0 sysctl.vm.mem_profiling=0|boot_param|"
+			"overflow|kunit.enable=0 alloc_tag_page_bits=9 allocprof_store=overflow|allocinfo_format,page_store|"
+		)
+		;;
+	*)
+		boots=("main||$all|--kunit" "${params[@]}")
+		;;
+	esac
 	for b in "${boots[@]}"; do
 		IFS='|' read -r name append tests opts <<< "$b"
 		t=$(date +%s)

@@ -5,6 +5,7 @@
  * /proc/cmdline and checks the state the documented rules give for it:
  *   (absent)  default: on (MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT=y), writable
  *   0 / 1     off / on, writable
+ *   1,compressed  on, writable, page tags compressed (Rust core)
  *   never     off, read-only, no page_ext allocated, nothing counted
  *   other     malformed: boot goes on with the default, the log names it
  */
@@ -47,6 +48,17 @@ static bool page_ext_allocated(void)
 	return ai_kmsg_has("bytes of page_ext", NULL);
 }
 
+static bool compressed_tags(void)
+{
+	return ai_kmsg_has("alloc_tag: ", "page tags compressed in page->flags", NULL);
+}
+
+/* Page tags have somewhere to live: page_ext, or compressed in page->flags. */
+static bool page_tags_ready(void)
+{
+	return page_ext_allocated() || (!ai_is_upstream() && compressed_tags());
+}
+
 /* Does a module kmalloc of 3 x 100 bytes change its row by (bytes, calls)? */
 static int kmalloc_delta(long long *bytes, long long *calls)
 {
@@ -74,11 +86,15 @@ TEST(state_matches_boot_value)
 	if (!v || !strcmp(v, "1")) {
 		EXPECT_EQ(1, ai_sysctl_read());
 		EXPECT_TRUE(writable());
-		EXPECT_TRUE(page_ext_allocated());
+		EXPECT_TRUE(page_tags_ready());
+	} else if (!strcmp(v, "1,compressed") && !ai_is_upstream()) {
+		EXPECT_EQ(1, ai_sysctl_read());
+		EXPECT_TRUE(writable());
+		EXPECT_TRUE(compressed_tags() || ai_kmsg_has("compressed page tags do not fit", NULL));
 	} else if (!strcmp(v, "0")) {
 		EXPECT_EQ(0, ai_sysctl_read());
 		EXPECT_TRUE(writable());
-		EXPECT_TRUE(page_ext_allocated()) TH_LOG("0 must keep runtime enabling possible");
+		EXPECT_TRUE(page_tags_ready()) TH_LOG("0 must keep runtime enabling possible");
 		/* and enabling at run time works */
 		ASSERT_EQ(0, ai_sysctl_write("1", 1));
 		EXPECT_EQ(1, ai_sysctl_read());
