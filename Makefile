@@ -93,7 +93,7 @@ boot: build
 		--expect "$(TESTS)" $(if $(BOOTARGS),,--kunit)
 
 test:
-	@TEST_BASES="$(if $(filter command line,$(origin BASE)),$(BASE),rust upstream)" $(H)/test.sh
+	@TEST_BASES="$(if $(filter command line,$(origin BASE)),$(BASE),rust upstream rust-conly rust-tightbits)" $(H)/test.sh
 
 # Style checks of the Rust core in its kernel tree (read-only: rustfmt is
 # only asked to check, so the hard-linked pristine tree is never written).

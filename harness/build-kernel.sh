@@ -5,6 +5,8 @@ set -uo pipefail
 log=$W/kernel-build.log
 make -C "$SRC" O="$OUT" LLVM=-19 -j"${JOBS:-$(nproc)}" bzImage modules > "$log" 2>&1
 rc=$?
+# The line of scripts/alloc_tag_check.sh, printed after every vmlinux link.
+grep -E '^alloc_tag: ' "$log" | tail -n 2
 if [ $rc -ne 0 ]; then
 	grep -E 'error|Error' "$log" | head -40 >&2
 	echo "kernel build failed (exit $rc); full log: $log" >&2

@@ -29,10 +29,13 @@ if [ -n "$missing" ]; then
 	pkgs=""
 	for p in $missing; do
 		if [ "$p" = "$KSRC_PKG" ]; then
-			if apt-cache madison "$KSRC_PKG" | grep -qF "$KSRC_PIN"; then
+			# Read the whole list first: grep -q would stop reading early and
+			# the SIGPIPE would fail the pipeline under pipefail.
+			versions=$(apt-cache madison "$KSRC_PKG")
+			if grep -qF "$KSRC_PIN" <<< "$versions"; then
 				pkgs="$pkgs $KSRC_PKG=$KSRC_PIN"
 			else
-				newest=$(apt-cache madison "$KSRC_PKG" | awk 'NR==1 {print $3}')
+				newest=$(awk 'NR==1 {print $3}' <<< "$versions")
 				echo "setup: $KSRC_PKG $KSRC_PIN is gone from the archive; using the newest 6.12.y, $newest"
 				pkgs="$pkgs $KSRC_PKG"
 			fi

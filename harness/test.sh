@@ -9,7 +9,7 @@ set -uo pipefail
 H=$(cd "$(dirname "$0")" && pwd)
 : "${CACHE_DIR:?}" "${REPO:?}"
 # Each target is BASE or BASE-VARIANT (a build with harness/kernel-VARIANT.config).
-bases=${TEST_BASES:-rust upstream rust-conly}
+bases=${TEST_BASES:-rust upstream rust-conly rust-tightbits}
 
 pass=0 fail=0 skip=0
 t0=$(date +%s)
@@ -40,6 +40,10 @@ t=$(date +%s)
 out=$(python3 "$H/test_ktap.py" 2>&1)
 echo "$out" | tail -n 1
 count "$out" "host: ktap parser"
+out=$(bash "$H/test_alloc_tag_check.sh" 2>&1)
+echo "$out" | grep -E '^FAIL' | head -n 20
+echo "$out" | tail -n 1
+count "$out" "host: alloc_tag_check"
 if [ -x "$REPO/tools/allocinfo/host-test.sh" ]; then
 	out=$("$REPO/tools/allocinfo/host-test.sh" 2>&1)
 	rc=$?
@@ -77,6 +81,47 @@ build_checks() {
 	done
 }
 
+# The build-time check on the real vmlinux: its line is in the build log, it
+# passes as built, and fails under --strict with a forced small bit count.
+tagcheck_checks() {
+	local line out rc
+	line=$(grep -E '^alloc_tag: [0-9]+ tags, [0-9]+ free page-flag bits, capacity [0-9]+$' \
+		"$W/kernel-build.log" | tail -n 1)
+	if [ -n "$line" ]; then ok; else bad "build: no alloc_tag_check line in $W/kernel-build.log"; fi
+	out=$(NM=llvm-nm-19 sh "$SRC/scripts/alloc_tag_check.sh" --strict "$OUT/vmlinux" 2>&1)
+	rc=$?
+	if [ $rc -eq 0 ] && [ "$out" = "$line" ]; then
+		ok
+	else
+		bad "build: alloc_tag_check --strict on vmlinux: exit $rc, '$out' (build log: '$line')"
+	fi
+	out=$(NM=llvm-nm-19 sh "$SRC/scripts/alloc_tag_check.sh" --strict --bits 8 "$OUT/vmlinux" 2>&1)
+	rc=$?
+	if [ $rc -eq 1 ] && grep -qE '^alloc_tag: [0-9]+ tags, 8 free page-flag bits, capacity 253$' <<< "$out"; then
+		ok
+	else
+		bad "build: alloc_tag_check --strict --bits 8 on vmlinux: exit $rc (want 1), '$out'"
+	fi
+}
+
+# A config with too few page-flag bits and the opt-in check: the build must
+# fail at the vmlinux link with the check's lines, and leave no vmlinux.
+tightbits_checks() {
+	local log=$W/kernel-build.log
+	if grep -qE '^alloc_tag: [0-9]+ tags, [0-9] free page-flag bits, capacity [0-9]+$' "$log" &&
+		grep -qE '^alloc_tag: [0-9]+ tags plus [0-9]+ module tag ids do not fit in capacity [0-9]+$' "$log"; then
+		ok
+	else
+		bad "build: $target: no alloc_tag_check failure lines in $log"
+	fi
+	if [ -e "$OUT/vmlinux" ]; then
+		bad "build: $target: vmlinux left behind after the failed check"
+	else
+		ok
+	fi
+	grep -E '^alloc_tag: ' "$log" | tail -n 2
+}
+
 # Checks on a compressed-only build: no page_ext in the kernel at all.
 conly_checks() {
 	if grep -q '^CONFIG_PAGE_EXTENSION=y' "$OUT/.config"; then
@@ -100,11 +145,21 @@ for target in $bases; do
 	echo "== BASE=$base${variant:+ VARIANT=$variant}"
 
 	# 2. Build kernel, test modules and selftests.
+	if [ "$target" = rust-tightbits ]; then
+		if make -s -C "$REPO" kernel BASE="$base" VARIANT="$variant" >/dev/null 2>&1; then
+			bad "build: $target: built although the tags do not fit and the check is on"
+		else
+			ok
+		fi
+		tightbits_checks
+		continue
+	fi
 	if ! make -s -C "$REPO" build BASE="$base" VARIANT="$variant"; then
 		bad "build: $target: the kernel, test modules or selftests did not build"
 		continue
 	fi
 	[ "$target" = rust ] && build_checks
+	[ "$base" = rust ] && tagcheck_checks
 	[ "$target" = rust-conly ] && conly_checks
 	if ! "$H/vm.sh" initramfs; then
 		bad "initramfs: $target"
