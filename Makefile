@@ -26,7 +26,8 @@ REPO     := $(CURDIR)
 H        := $(REPO)/harness
 KTAR     := /usr/src/linux-source-6.12.tar.xz
 PRISTINE := $(CACHE_DIR)/src/linux-source-6.12
-# VARIANT=x: another build of BASE's tree with harness/kernel-x.config last.
+# VARIANT=x: another build of BASE's tree with harness/kernel-x.config last;
+# VARIANT=x+y: with kernel-x.config, then kernel-y.config.
 VARIANT  ?=
 W        := $(CACHE_DIR)/$(BASE)$(if $(VARIANT),-$(VARIANT))
 SRC      := $(CACHE_DIR)/$(BASE)/src
@@ -34,7 +35,7 @@ OUT      := $(W)/build
 STDIR    := tools/testing/selftests/alloc_tag
 
 FRAGS    := $(H)/kernel.config $(REPO)/$(STDIR)/config $(wildcard $(H)/kernel-$(BASE).config) \
-	    $(if $(VARIANT),$(H)/kernel-$(VARIANT).config)
+	    $(foreach v,$(subst +, ,$(VARIANT)),$(H)/kernel-$(v).config)
 PHASE    := $(H)/phase
 
 export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA

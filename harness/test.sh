@@ -200,9 +200,9 @@ for target in $bases; do
 		IFS='|' read -r name append tests opts <<< "$b"
 		t=$(date +%s)
 		"$H/vm.sh" boot "$name" "$append ${APPEND:-}" "$tests"
-		out=$(python3 "$H/ktap.py" "$W/logs/$name.log" --name "$base/$name" --expect "$tests" $opts)
+		out=$(python3 "$H/ktap.py" "$W/logs/$name.log" --name "$target/$name" --expect "$tests" $opts)
 		echo "$out" | grep -E '^FAIL' | head -n 40
-		count "$out" "boot $base/$name"
+		count "$out" "boot $target/$name"
 		echo "$(tail -n 1 <<< "$out") ($(( $(date +%s) - t ))s, log: $W/logs/$name.log)"
 	done
 done

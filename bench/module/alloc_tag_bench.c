@@ -25,6 +25,7 @@
 #include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/timekeeping.h>
 
 static unsigned int pairs = 200000;
@@ -33,6 +34,9 @@ MODULE_PARM_DESC(pairs, "allocate+free pairs per round");
 static unsigned int rounds = 3;
 module_param(rounds, uint, 0444);
 MODULE_PARM_DESC(rounds, "rounds per loop");
+static char *only;
+module_param(only, charp, 0444);
+MODULE_PARM_DESC(only, "run only the loop of this name (bench/itrace.sh)");
 
 static struct kmem_cache *atb_cache;
 
@@ -124,6 +128,8 @@ static int atb_thread(void *unused)
 	u64 ns, x10;
 
 	for (l = 0; l < ARRAY_SIZE(atb_loops); l++) {
+		if (only && strcmp(only, atb_loops[l].name))
+			continue;
 		n = max(pairs / atb_loops[l].div, 1U);
 		atb_loops[l].run(n / 10 + 1);	/* warm caches and pcp lists */
 		for (r = 1; r <= rounds; r++) {

@@ -82,6 +82,74 @@ impl<T> PerCpuPtr<T> {
     }
 }
 
+impl<T> PerCpuPtr<T> {
+    /// Adds `val` to the `u64` at byte offset `VAL` of the running CPU's copy
+    /// and one to the `u64` at byte offset `COUNT` (all modulo 2^64).
+    ///
+    /// One pointer, two segment-relative instructions: the pointer is read
+    /// once, so both updates reach the same object.
+    ///
+    /// # Safety
+    ///
+    /// `VAL` and `COUNT` must be the offsets of two `u64` fields of `T`.
+    #[inline(always)]
+    pub unsafe fn this_cpu_add_counted<const VAL: usize, const COUNT: usize>(self, val: u64) {
+        #[cfg(CONFIG_X86_64)]
+        // SAFETY: `self.ptr` is a `__percpu` pointer to a live `T` (type
+        // invariant) with `u64` fields at `VAL` and `COUNT` (caller), so
+        // `gs:[ptr + VAL]` and `gs:[ptr + COUNT]` are the running CPU's copies
+        // of them; each `add` is one read-modify-write that preemption or an
+        // interrupt cannot split. Only those two `u64`s and the flags change.
+        unsafe {
+            core::arch::asm!(
+                "add qword ptr gs:[{ptr} + {val_off}], {val}",
+                "add qword ptr gs:[{ptr} + {count_off}], 1",
+                ptr = in(reg) self.ptr,
+                val = in(reg) val,
+                val_off = const VAL,
+                count_off = const COUNT,
+                options(nostack),
+            );
+        }
+        #[cfg(not(CONFIG_X86_64))]
+        // SAFETY: both offsets are `u64` fields of `T` (caller).
+        unsafe {
+            self.field::<u64>(VAL).this_cpu_add(val);
+            self.field::<u64>(COUNT).this_cpu_add(1);
+        }
+    }
+
+    /// Subtracts `val` from the `u64` at byte offset `VAL` of the running
+    /// CPU's copy and one from the `u64` at byte offset `COUNT` (all modulo
+    /// 2^64); the counterpart of [`Self::this_cpu_add_counted`].
+    ///
+    /// # Safety
+    ///
+    /// `VAL` and `COUNT` must be the offsets of two `u64` fields of `T`.
+    #[inline(always)]
+    pub unsafe fn this_cpu_sub_counted<const VAL: usize, const COUNT: usize>(self, val: u64) {
+        #[cfg(CONFIG_X86_64)]
+        // SAFETY: as in `this_cpu_add_counted`, with `sub` for `add`.
+        unsafe {
+            core::arch::asm!(
+                "sub qword ptr gs:[{ptr} + {val_off}], {val}",
+                "sub qword ptr gs:[{ptr} + {count_off}], 1",
+                ptr = in(reg) self.ptr,
+                val = in(reg) val,
+                val_off = const VAL,
+                count_off = const COUNT,
+                options(nostack),
+            );
+        }
+        #[cfg(not(CONFIG_X86_64))]
+        // SAFETY: both offsets are `u64` fields of `T` (caller).
+        unsafe {
+            self.field::<u64>(VAL).this_cpu_sub(val);
+            self.field::<u64>(COUNT).this_cpu_sub(1);
+        }
+    }
+}
+
 impl PerCpuPtr<u64> {
     /// Adds `val` (modulo 2^64) to the running CPU's copy.
     ///

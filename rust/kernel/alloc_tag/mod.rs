@@ -29,8 +29,13 @@ use crate::{bindings, percpu::PerCpuPtr, str::CStr, types::Opaque};
 use core::mem::offset_of;
 use core::sync::atomic::{AtomicU32, Ordering};
 
+/// Where the two counters sit in `struct alloc_tag_counters`.
+const BYTES_OFF: usize = offset_of!(bindings::alloc_tag_counters, bytes);
+const CALLS_OFF: usize = offset_of!(bindings::alloc_tag_counters, calls);
+
 pub mod compressed;
 pub mod control;
+pub mod ioctl;
 pub mod layout;
 pub mod page;
 pub mod parse;
@@ -136,15 +141,19 @@ impl AllocTag {
     /// Counts one allocation of `bytes`.
     #[inline(always)]
     pub fn charge(&self, bytes: usize) {
-        self.calls_ptr().this_cpu_add(1);
-        self.bytes_ptr().this_cpu_add(bytes as u64);
+        // SAFETY: `bytes` and `calls` are `u64` fields of `alloc_tag_counters`.
+        unsafe {
+            self.counters().this_cpu_add_counted::<BYTES_OFF, CALLS_OFF>(bytes as u64)
+        };
     }
 
     /// Uncounts one allocation of `bytes`.
     #[inline(always)]
     pub fn uncharge(&self, bytes: usize) {
-        self.calls_ptr().this_cpu_sub(1);
-        self.bytes_ptr().this_cpu_sub(bytes as u64);
+        // SAFETY: `bytes` and `calls` are `u64` fields of `alloc_tag_counters`.
+        unsafe {
+            self.counters().this_cpu_sub_counted::<BYTES_OFF, CALLS_OFF>(bytes as u64)
+        };
     }
 
     /// Counts one more live piece (a split allocation), bytes unchanged.

@@ -13,7 +13,7 @@ use super::AllocTag;
 use crate::{alloc::flags::GFP_KERNEL, alloc::KVec, bindings, c_str, pr_warn, types::Opaque};
 use core::cell::UnsafeCell;
 use core::mem::size_of;
-use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 extern "C" {
     static __start_alloc_tags: [bindings::alloc_tag; 0];
@@ -57,6 +57,16 @@ static REGISTRY: Registry = Registry {
     modules: UnsafeCell::new(KVec::new()),
 };
 static READY: AtomicBool = AtomicBool::new(false);
+
+/// Bumped whenever the set of tags changes: a module with tags loaded or
+/// unloaded. Changed under the write lock, read without it.
+static CONTENT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// The content id of the tag set (`ALLOCINFO_IOC_CONTENT_ID`): it differs
+/// between any two reads with a module load or unload between them.
+pub fn content_id() -> u64 {
+    CONTENT_ID.load(Ordering::Acquire)
+}
 
 /// Counters that module tags are pointed at when their module goes away with
 /// allocations still charged to them (a `__percpu` pointer, NULL until init).
@@ -287,6 +297,7 @@ pub unsafe extern "C" fn codetag_load_module(module: *mut bindings::module) {
     // SAFETY: the module's tags, not yet used (the module's init has not
     // run); the registry is held for writing.
     seg.page_ids = unsafe { super::compressed::assign_module_ids(seg.start, seg.len) };
+    CONTENT_ID.fetch_add(1, Ordering::Release);
     if w.modules().push(seg, GFP_KERNEL).is_err() {
         if let Some(base) = seg.page_ids {
             super::compressed::release_module_ids(base, seg.len);
@@ -355,6 +366,7 @@ pub unsafe extern "C" fn codetag_unload_module(module: *mut bindings::module) ->
             super::compressed::release_module_ids(base, seg.len);
         }
     }
+    CONTENT_ID.fetch_add(1, Ordering::Release);
     let mods = w.modules();
     let len = mods.len();
     mods.as_mut_slice().copy_within(idx + 1.., idx);

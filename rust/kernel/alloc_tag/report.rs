@@ -19,10 +19,11 @@
 //! allocation from the site could not be counted, and a trailing space. This
 //! is v1.0 with a new header and the optional key. A `read()`
 //! resumes at its position in O(number of modules), never by walking the
-//! tags already returned.
+//! tags already returned. The same file answers the `ALLOCINFO_IOC_*`
+//! ioctls ([`ioctl`]).
 
-use super::{registry, AllocTag};
-use crate::{bindings, seq_file::SeqFile, types::Opaque};
+use super::{ioctl, registry, AllocTag};
+use crate::{bindings, error::code::ENOMEM, seq_file::SeqFile, types::Opaque};
 use core::ffi::{c_int, c_void};
 
 const HEADER: &[u8] = b"allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n";
@@ -219,16 +220,52 @@ static ALLOCINFO_OPS: SeqOps = SeqOps(Opaque::new(bindings::seq_operations {
     show: Some(allocinfo_show),
 }));
 
+/// `proc_ops::proc_open`: a seq_file over the tags, with this file's ioctl
+/// state as its private data.
+///
+/// # Safety
+///
+/// Called by procfs to open `/proc/allocinfo`.
+unsafe extern "C" fn allocinfo_open(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+    // SAFETY: `file` is being opened (caller); the ops are static.
+    let state = unsafe {
+        bindings::__seq_open_private(file, ALLOCINFO_OPS.0.get(), ioctl::STATE_SIZE as c_int)
+    };
+    if state.is_null() {
+        return ENOMEM.to_errno();
+    }
+    // SAFETY: `__seq_open_private()` returns a zeroed, kmalloc-aligned area
+    // of the size asked for, used by no one yet.
+    unsafe { ioctl::state_init(state) };
+    0
+}
+
+#[repr(transparent)]
+struct ProcOps(Opaque<bindings::proc_ops>);
+
+// SAFETY: never written after build.
+unsafe impl Sync for ProcOps {}
+
+static ALLOCINFO_PROC_OPS: ProcOps = ProcOps(Opaque::new(bindings::proc_ops {
+    proc_open: Some(allocinfo_open),
+    proc_read_iter: Some(bindings::seq_read_iter),
+    proc_lseek: Some(bindings::seq_lseek),
+    proc_release: Some(bindings::seq_release_private),
+    proc_ioctl: Some(ioctl::allocinfo_ioctl),
+    #[cfg(CONFIG_COMPAT)]
+    proc_compat_ioctl: Some(ioctl::allocinfo_compat_ioctl),
+    // SAFETY: all-zero is a valid `proc_ops`: no flags, no other callbacks.
+    ..unsafe { core::mem::zeroed() }
+}));
+
 pub(super) fn procfs_init() {
     // SAFETY: the ops are static; the name is a static string.
     let entry = unsafe {
-        bindings::proc_create_seq_private(
+        bindings::proc_create(
             c"allocinfo".as_ptr().cast(),
             0o400,
             core::ptr::null_mut(),
-            ALLOCINFO_OPS.0.get(),
-            0,
-            core::ptr::null_mut(),
+            ALLOCINFO_PROC_OPS.0.get(),
         )
     };
     if entry.is_null() {

@@ -144,7 +144,7 @@ TEST_F(store, page_ext_allocation)
 TEST_F(store, module_pages)
 {
 	struct att_site site;
-	struct ai_row before, after;
+	struct ai_row before = {0}, after = {0};
 	struct scan s0, s1;
 	bool overflow = !strcmp(self->store, "overflow");
 

@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The binary interface of `/proc/allocinfo`: the `ALLOCINFO_IOC_*` ioctls.
+//!
+//! C header: [`include/uapi/linux/alloc_tag.h`](srctree/include/uapi/linux/alloc_tag.h)
+//!
+//! The layout and the semantics are upstream's (Linux 7.3), so programs
+//! written for it work unchanged:
+//!
+//! - `CONTENT_ID`: a number that changes whenever a module with tags is
+//!   loaded or unloaded ([`registry::content_id`]).
+//! - `GET_AT`: validates and stores a filter on the open file, then returns
+//!   the `pos`-th tag (from 0) that passes it; `ENOENT` if `pos` is not below
+//!   the number of tags or no such tag exists.
+//! - `GET_NEXT`: the next tag after the last one returned that passes the
+//!   stored filter; `ENOENT` at the end, after which the walk starts again
+//!   from the first tag.
+//!
+//! Each open file keeps its own position (a tag index), filter and lock, so
+//! `GET_NEXT` resumes in O(number of modules) and never walks the tags
+//! already returned; `read()` of the same file is not disturbed. Each call
+//! holds the registry for reading only while it runs, so module loads wait
+//! at most for one call, and allocators never wait at all.
+//!
+//! Bad input fails cleanly and changes nothing: unknown mask bits, a
+//! `min_size` above `max_size`, and a name the filter uses that has no NUL
+//! within its 64 bytes give `EINVAL`; a command of another size, number or
+//! magic gives `ENOTTY`; a bad user pointer gives `EFAULT`. The input is
+//! copied into a kernel buffer of exactly the command's size before it is
+//! looked at, so nothing is ever read past it.
+
+use super::{registry, AllocTag};
+use crate::{
+    bindings,
+    error::{code::*, Error},
+    ioctl,
+    types::Opaque,
+    uaccess::UserSlice,
+};
+use core::ffi::{c_uint, c_void};
+use ffi::{c_long, c_ulong};
+use core::mem::{offset_of, size_of};
+
+type GetAt = bindings::allocinfo_get_at;
+type Filter = bindings::allocinfo_filter;
+type TagData = bindings::allocinfo_tag_data;
+type Tag = bindings::allocinfo_tag;
+type Counter = bindings::allocinfo_counter;
+
+/// `ALLOCINFO_IOC_CONTENT_ID`.
+pub const IOC_CONTENT_ID: u32 = ioctl::_IOR::<bindings::allocinfo_content_id>(
+    bindings::ALLOCINFO_IOC_BASE,
+    bindings::_ALLOCINFO_IOC_CONTENT_ID,
+);
+/// `ALLOCINFO_IOC_GET_AT`.
+pub const IOC_GET_AT: u32 =
+    ioctl::_IOWR::<GetAt>(bindings::ALLOCINFO_IOC_BASE, bindings::_ALLOCINFO_IOC_GET_AT);
+/// `ALLOCINFO_IOC_GET_NEXT`.
+pub const IOC_GET_NEXT: u32 =
+    ioctl::_IOR::<TagData>(bindings::ALLOCINFO_IOC_BASE, bindings::_ALLOCINFO_IOC_GET_NEXT);
+
+const STR_SIZE: usize = bindings::ALLOCINFO_STR_SIZE as usize;
+const MASKS: u64 = (1 << (bindings::__ALLOCINFO_FILTER_LAST + 1)) - 1;
+const F_MODNAME: u64 = 1 << bindings::ALLOCINFO_FILTER_MODNAME;
+const F_FUNCTION: u64 = 1 << bindings::ALLOCINFO_FILTER_FUNCTION;
+const F_FILENAME: u64 = 1 << bindings::ALLOCINFO_FILTER_FILENAME;
+const F_LINENO: u64 = 1 << bindings::ALLOCINFO_FILTER_LINENO;
+const F_INACCURATE: u64 = 1 << bindings::ALLOCINFO_FILTER_INACCURATE;
+const F_MIN_SIZE: u64 = 1 << bindings::ALLOCINFO_FILTER_MIN_SIZE;
+const F_MAX_SIZE: u64 = 1 << bindings::ALLOCINFO_FILTER_MAX_SIZE;
+
+// The wire layout the byte offsets below rely on: upstream's, checked here
+// against the header bindgen read.
+const _: () = {
+    assert!(size_of::<Tag>() == 200);
+    assert!(size_of::<Counter>() == 24);
+    assert!(size_of::<TagData>() == 224);
+    assert!(size_of::<Filter>() == 232);
+    assert!(size_of::<GetAt>() == 464);
+    assert!(IOC_CONTENT_ID == 0x8008_a600);
+    assert!(IOC_GET_AT == 0xc1d0_a601);
+    assert!(IOC_GET_NEXT == 0x80e0_a602);
+    assert!(MASKS == 0x7f);
+};
+
+fn u64_at(buf: &[u8], off: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&buf[off..off + 8]);
+    u64::from_ne_bytes(b)
+}
+
+fn put_u64(buf: &mut [u8], off: usize, v: u64) {
+    buf[off..off + 8].copy_from_slice(&v.to_ne_bytes());
+}
+
+/// The name in a 64-byte field, up to its NUL; `None` without one.
+fn name_at(buf: &[u8], off: usize) -> Option<&[u8]> {
+    let field = &buf[off..off + STR_SIZE];
+    field.iter().position(|&c| c == 0).map(|n| &field[..n])
+}
+
+/// How a name appears in the interface: its last `STR_SIZE - 1` bytes.
+fn trimmed(name: &[u8]) -> &[u8] {
+    &name[name.len().saturating_sub(STR_SIZE - 1)..]
+}
+
+/// A validated filter.
+#[derive(Clone, Copy)]
+struct Criteria {
+    mask: u64,
+    modname: [u8; STR_SIZE],
+    function: [u8; STR_SIZE],
+    filename: [u8; STR_SIZE],
+    lineno: u64,
+    inaccurate: bool,
+    min_size: u64,
+    max_size: u64,
+}
+
+/// A name field of a filter, kept NUL-terminated.
+fn name_field(buf: &[u8], off: usize, used: bool) -> Result<[u8; STR_SIZE], Error> {
+    let mut out = [0u8; STR_SIZE];
+    if !used {
+        return Ok(out);
+    }
+    let name = name_at(buf, off).ok_or(EINVAL)?;
+    out[..name.len()].copy_from_slice(name);
+    Ok(out)
+}
+
+fn field_eq(field: &[u8; STR_SIZE], name: &[u8]) -> bool {
+    let len = field.iter().position(|&c| c == 0).unwrap_or(STR_SIZE);
+    &field[..len] == trimmed(name)
+}
+
+impl Criteria {
+    const ALL: Criteria = Criteria {
+        mask: 0,
+        modname: [0; STR_SIZE],
+        function: [0; STR_SIZE],
+        filename: [0; STR_SIZE],
+        lineno: 0,
+        inaccurate: false,
+        min_size: 0,
+        max_size: 0,
+    };
+
+    /// Parses and checks the `allocinfo_filter` at `off` of `buf`.
+    fn parse(buf: &[u8], off: usize) -> Result<Criteria, Error> {
+        let fields = off + offset_of!(Filter, fields);
+        let mask = u64_at(buf, off + offset_of!(Filter, mask));
+        if mask & !MASKS != 0 {
+            return Err(EINVAL);
+        }
+        let c = Criteria {
+            mask,
+            modname: name_field(buf, fields + offset_of!(Tag, modname), mask & F_MODNAME != 0)?,
+            function: name_field(buf, fields + offset_of!(Tag, function), mask & F_FUNCTION != 0)?,
+            filename: name_field(buf, fields + offset_of!(Tag, filename), mask & F_FILENAME != 0)?,
+            lineno: u64_at(buf, fields + offset_of!(Tag, lineno)),
+            inaccurate: u64_at(buf, off + offset_of!(Filter, inaccurate)) != 0,
+            min_size: u64_at(buf, off + offset_of!(Filter, min_size)),
+            max_size: u64_at(buf, off + offset_of!(Filter, max_size)),
+        };
+        if mask & F_MIN_SIZE != 0 && mask & F_MAX_SIZE != 0 && c.min_size > c.max_size {
+            return Err(EINVAL);
+        }
+        Ok(c)
+    }
+
+    /// Whether `tag` passes; reads its counters only for a size criterion.
+    fn matches(&self, tag: &AllocTag) -> bool {
+        let m = self.mask;
+        if m == 0 {
+            return true;
+        }
+        if m & F_MODNAME != 0 {
+            let ok = match tag.module_name() {
+                None => self.modname[0] == 0,
+                Some(name) => field_eq(&self.modname, name.as_bytes()),
+            };
+            if !ok {
+                return false;
+            }
+        }
+        if m & F_FUNCTION != 0 && !field_eq(&self.function, tag.function().as_bytes()) {
+            return false;
+        }
+        if m & F_FILENAME != 0 && !field_eq(&self.filename, tag.file().as_bytes()) {
+            return false;
+        }
+        if m & F_LINENO != 0 && u64::from(tag.line()) != self.lineno {
+            return false;
+        }
+        if m & F_INACCURATE != 0 && tag.is_accurate() == self.inaccurate {
+            return false;
+        }
+        if m & (F_MIN_SIZE | F_MAX_SIZE) != 0 {
+            let bytes = tag.read().bytes as u64;
+            if m & F_MIN_SIZE != 0 && bytes < self.min_size {
+                return false;
+            }
+            if m & F_MAX_SIZE != 0 && bytes > self.max_size {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Writes `tag`'s `allocinfo_tag_data` into `out` (all of it: unused bytes
+/// are zero).
+fn fill(out: &mut [u8], tag: &AllocTag) {
+    out.fill(0);
+    let t = offset_of!(TagData, tag);
+    let mut name = |off: usize, s: &[u8]| {
+        let s = trimmed(s);
+        out[t + off..t + off + s.len()].copy_from_slice(s);
+    };
+    name(
+        offset_of!(Tag, modname),
+        tag.module_name().map_or(&b""[..], |m| m.as_bytes()),
+    );
+    name(offset_of!(Tag, function), tag.function().as_bytes());
+    name(offset_of!(Tag, filename), tag.file().as_bytes());
+    put_u64(out, t + offset_of!(Tag, lineno), u64::from(tag.line()));
+    let c = tag.read();
+    let k = offset_of!(TagData, counter);
+    put_u64(out, k + offset_of!(Counter, bytes), c.bytes as u64);
+    put_u64(out, k + offset_of!(Counter, calls), c.calls);
+    out[k + offset_of!(Counter, accurate)] = u8::from(tag.is_accurate());
+}
+
+/// One open file's walk.
+///
+/// # Invariants
+///
+/// `lock` is initialised at open; `next`, `positioned` and `criteria` are
+/// only used with it held.
+#[repr(C)]
+pub(super) struct State {
+    lock: Opaque<bindings::mutex>,
+    next: usize,
+    positioned: bool,
+    criteria: Criteria,
+}
+
+/// Bytes of per-open state, for `seq_open_private()`.
+pub(super) const STATE_SIZE: usize = size_of::<State>();
+
+/// Sets up the state of a new open file.
+///
+/// # Safety
+///
+/// `state` points to `STATE_SIZE` zeroed bytes, suitably aligned (the
+/// seq_file's private area), not yet used by anyone.
+pub(super) unsafe fn state_init(state: *mut c_void) {
+    let state = state.cast::<State>();
+    // SAFETY: valid, exclusive (caller); all-zero is a valid `usize`, `bool`
+    // and `Criteria`. The mutex is initialised before any use; its class key
+    // is static.
+    unsafe {
+        core::ptr::addr_of_mut!((*state).criteria).write(Criteria::ALL);
+        bindings::__mutex_init(
+            (*state).lock.get(),
+            c"allocinfo_ioctl".as_ptr().cast(),
+            crate::static_lock_class!().as_ptr(),
+        );
+    }
+}
+
+/// `state`'s lock, held.
+struct Locked<'a>(&'a mut State);
+
+impl<'a> Locked<'a> {
+    /// # Safety
+    ///
+    /// `state` is an open file's state set up by [`state_init`], valid while
+    /// the returned guard lives.
+    unsafe fn new(state: *mut State) -> Locked<'a> {
+        // SAFETY: initialised at open (caller), so the mutex is usable.
+        unsafe { bindings::mutex_lock((*state).lock.get()) };
+        // SAFETY: held from here until drop, so no other call of this file
+        // touches the state meanwhile.
+        Locked(unsafe { &mut *state })
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        // SAFETY: locked since `new`.
+        unsafe { bindings::mutex_unlock(self.0.lock.get()) };
+    }
+}
+
+/// The first tag from index `from` on that passes `c`, with its index.
+fn find(
+    guard: &registry::ReadGuard,
+    mut from: usize,
+    c: &Criteria,
+    mut skip: u64,
+) -> Option<(usize, &'static AllocTag)> {
+    while let Some(tag) = guard.tag_at(from) {
+        if c.matches(tag) {
+            if skip == 0 {
+                return Some((from, tag));
+            }
+            skip -= 1;
+        }
+        from += 1;
+    }
+    None
+}
+
+fn get_at(state: *mut State, arg: usize) -> Result<(), Error> {
+    let mut buf = [0u8; size_of::<GetAt>()];
+    let (mut reader, mut writer) = UserSlice::new(arg, buf.len()).reader_writer();
+    reader.read_slice(&mut buf)?;
+    let criteria = Criteria::parse(&buf, offset_of!(GetAt, filter))?;
+    let pos = u64_at(&buf, offset_of!(GetAt, pos));
+    // SAFETY: the open file's state (caller).
+    let st = unsafe { Locked::new(state) };
+    st.0.criteria = criteria;
+    let guard = registry::read().ok_or(ENOENT)?;
+    if pos >= guard.len() as u64 {
+        return Err(ENOENT);
+    }
+    let (idx, tag) = find(&guard, 0, &criteria, pos).ok_or(ENOENT)?;
+    st.0.next = idx + 1;
+    st.0.positioned = true;
+    fill(&mut buf[offset_of!(GetAt, data)..], tag);
+    drop(guard);
+    writer.write_slice(&buf)
+}
+
+fn get_next(state: *mut State, arg: usize) -> Result<(), Error> {
+    let mut buf = [0u8; size_of::<TagData>()];
+    // SAFETY: the open file's state (caller).
+    let st = unsafe { Locked::new(state) };
+    let from = if st.0.positioned { st.0.next } else { 0 };
+    let guard = registry::read().ok_or(ENOENT)?;
+    let Some((idx, tag)) = find(&guard, from, &st.0.criteria, 0) else {
+        st.0.positioned = false;
+        return Err(ENOENT);
+    };
+    st.0.next = idx + 1;
+    st.0.positioned = true;
+    fill(&mut buf, tag);
+    drop(guard);
+    drop(st);
+    UserSlice::new(arg, buf.len()).writer().write_slice(&buf)
+}
+
+fn content_id(arg: usize) -> Result<(), Error> {
+    let id = registry::content_id().to_ne_bytes();
+    UserSlice::new(arg, id.len()).writer().write_slice(&id)
+}
+
+/// `proc_ops::proc_ioctl` (and `proc_compat_ioctl`: the layout is the same
+/// for 32-bit callers, and `arg` is zero-extended, as `compat_ptr()` does).
+///
+/// # Safety
+///
+/// Called by procfs for an open `/proc/allocinfo`, whose `private_data` is
+/// the seq_file set up by its `open`.
+pub(super) unsafe extern "C" fn allocinfo_ioctl(
+    file: *mut bindings::file,
+    cmd: c_uint,
+    arg: c_ulong,
+) -> c_long {
+    // SAFETY: an open `/proc/allocinfo` (caller): its `private_data` is its
+    // seq_file, whose `private` is this file's `State`.
+    let state = unsafe { (*(*file).private_data.cast::<bindings::seq_file>()).private.cast() };
+    let r = match cmd {
+        IOC_CONTENT_ID => content_id(arg),
+        IOC_GET_AT => get_at(state, arg),
+        IOC_GET_NEXT => get_next(state, arg),
+        _ => Err(ENOTTY),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno() as c_long,
+    }
+}
+
+#[cfg(CONFIG_COMPAT)]
+/// `proc_ops::proc_compat_ioctl`.
+///
+/// # Safety
+///
+/// As [`allocinfo_ioctl`].
+pub(super) unsafe extern "C" fn allocinfo_compat_ioctl(
+    file: *mut bindings::file,
+    cmd: c_uint,
+    arg: c_ulong,
+) -> c_long {
+    // SAFETY: as the caller's; a compat pointer is the zero-extended value.
+    unsafe { allocinfo_ioctl(file, cmd, arg & 0xffff_ffff) }
+}
