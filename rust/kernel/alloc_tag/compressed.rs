@@ -6,8 +6,9 @@
 //! C header: [`include/linux/pgalloc_tag.h`](srctree/include/linux/pgalloc_tag.h)
 //! (the bit layout and its formula).
 //!
-//! The index field is `W = min(free bits, 24, alloc_tag_page_bits=)` bits
-//! wide and ends just below the LRU refs field. Indexes:
+//! The index field is `min(free bits, 24)` bits wide and ends just below
+//! the LRU refs field; the indexes in use are below `2^W`, with
+//! `W = min(free bits, 24, alloc_tag_page_bits=)`. Indexes:
 //!
 //! - 0: no tag (not counted), 1: deliberately not counted (empty),
 //! - 2: the overflow tag, which counts the pages of tags that got no index
@@ -21,9 +22,11 @@
 //! so, profiling stays on); in compressed-only builds, compressed anyway,
 //! with the tags that get no index counted on the overflow row.
 //!
-//! A vmlinux tag's index follows from its address. A module tag's index is
-//! given at module load from a table of `MODULE_TAG_IDS` slots and kept in
-//! its code tag's `flags` (bits 8 to 31); the table maps it back. Page
+//! Every tag keeps its index in its code tag's `flags` (bits 8 to 31), so
+//! charging a page reads it with one load: vmlinux's tags get theirs when
+//! the store is chosen, module tags at module load, from a table of
+//! `MODULE_TAG_IDS` slots that maps them back. A vmlinux index maps back by
+//! address. Page
 //! updates are compare-and-swap loops on `page->flags`, whose other bits
 //! other CPUs may change at any time.
 
@@ -50,6 +53,18 @@ pub(crate) const STORED_INDEX_SHIFT: u32 = 8;
 
 /// Indexes reserved for module tags (`CONFIG_MEM_ALLOC_PROFILING_MODULE_TAG_IDS`).
 pub const MODULE_IDS: u32 = bindings::CONFIG_MEM_ALLOC_PROFILING_MODULE_TAG_IDS;
+
+/// The index field in `page->flags`: as wide as the free bits allow, at most
+/// `INDEX_BITS_MAX`, just below `TOP`. Constant, so that page updates shift
+/// and mask by immediates; `alloc_tag_page_bits=` lowers the capacity, not
+/// the field.
+const FIELD_BITS: u32 = if FREE_BITS < INDEX_BITS_MAX {
+    FREE_BITS
+} else {
+    INDEX_BITS_MAX
+};
+const FIELD_SHIFT: u32 = TOP - FIELD_BITS;
+const FIELD_MASK: usize = (1usize << FIELD_BITS) - 1;
 
 const ID_NONE: u32 = 0;
 const ID_EMPTY: u32 = 1;
@@ -119,8 +134,8 @@ static MODE: AtomicU8 = AtomicU8::new(UNDECIDED);
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 static BITS_LIMIT: AtomicU32 = AtomicU32::new(u32::MAX);
 static FELL_BACK: AtomicBool = AtomicBool::new(false);
-static SHIFT: AtomicU32 = AtomicU32::new(0);
-static MASK: AtomicUsize = AtomicUsize::new(0);
+/// The largest index this boot can store: `2^W - 1`.
+static ID_LIMIT: AtomicU32 = AtomicU32::new(0);
 /// vmlinux tags with an index: the first `VMLINUX_IDS` in section order.
 static VMLINUX_IDS: AtomicU32 = AtomicU32::new(0);
 /// The first module index and the number of module slots.
@@ -198,8 +213,14 @@ fn decide() -> Store {
         return Store::PageExt;
     }
     let vmlinux_ids = (tags as u32).min(cap);
-    SHIFT.store(TOP - w, Ordering::Relaxed);
-    MASK.store((1usize << w) - 1, Ordering::Relaxed);
+    ID_LIMIT.store(((1u64 << w) - 1) as u32, Ordering::Relaxed);
+    // Every tag keeps its index in its flags, vmlinux's too, so that
+    // charging a page reads it in one load.
+    let (start, _) = registry::vmlinux_tags();
+    for i in 0..vmlinux_ids {
+        // SAFETY: `i` is below the number of vmlinux tags.
+        unsafe { AllocTag::from_raw(start.add(i as usize)) }.set_stored_index(FIRST_ID + i);
+    }
     VMLINUX_IDS.store(vmlinux_ids, Ordering::Relaxed);
     MODULE_BASE.store(FIRST_ID + vmlinux_ids, Ordering::Relaxed);
     MODULE_SLOTS.store(MODULE_IDS.min(cap - vmlinux_ids), Ordering::Relaxed);
@@ -308,12 +329,6 @@ pub(crate) fn release_module_ids(base: u32, len: usize) {
 /// has none.
 #[inline(always)]
 fn index_of(tag: &AllocTag) -> u32 {
-    let (start, _) = registry::vmlinux_tags();
-    let off = (tag.as_raw() as usize).wrapping_sub(start as usize);
-    let i = off / core::mem::size_of::<bindings::alloc_tag>();
-    if i < VMLINUX_IDS.load(Ordering::Relaxed) as usize {
-        return FIRST_ID + i as u32;
-    }
     match tag.stored_index() {
         ID_NONE => overflow(tag),
         stored => stored,
@@ -362,8 +377,6 @@ fn tag_of(id: u32) -> Option<&'static AllocTag> {
 /// mode is in effect (the layout statics are set).
 pub(crate) struct PageIndex<'a> {
     flags: &'a AtomicUsize,
-    shift: u32,
-    mask: usize,
 }
 
 impl PageIndex<'_> {
@@ -380,22 +393,18 @@ impl PageIndex<'_> {
         let flags = unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*page).flags).cast()) };
         // INVARIANT: valid page (caller); compressed mode (the only caller
         // checked `store()`).
-        PageIndex {
-            flags,
-            shift: SHIFT.load(Ordering::Relaxed),
-            mask: MASK.load(Ordering::Relaxed),
-        }
+        PageIndex { flags }
     }
 
     #[inline(always)]
     fn id(&self) -> u32 {
-        ((self.flags.load(Ordering::Relaxed) >> self.shift) & self.mask) as u32
+        ((self.flags.load(Ordering::Relaxed) >> FIELD_SHIFT) & FIELD_MASK) as u32
     }
 
     #[inline(always)]
     fn set_id(&self, id: u32) {
-        let field = self.mask << self.shift;
-        let bits = (id as usize & self.mask) << self.shift;
+        let field = FIELD_MASK << FIELD_SHIFT;
+        let bits = (id as usize & FIELD_MASK) << FIELD_SHIFT;
         let mut old = self.flags.load(Ordering::Relaxed);
         loop {
             let new = (old & !field) | bits;
@@ -444,7 +453,7 @@ impl PageIndex<'_> {
             }
         }
         let id = index_of(tag);
-        if id as usize > self.mask {
+        if id > ID_LIMIT.load(Ordering::Relaxed) {
             tag.mark_inaccurate();
             self.set_id(ID_NONE);
             return None;
