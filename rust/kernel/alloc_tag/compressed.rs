@@ -96,9 +96,11 @@ struct PerCpuCounters(Opaque<bindings::alloc_tag_counters>);
 unsafe impl Sync for PerCpuCounters {}
 
 #[link_section = ".data..percpu"]
-static OVERFLOW_COUNTERS: PerCpuCounters = PerCpuCounters(Opaque::new(
-    bindings::alloc_tag_counters { bytes: 0, calls: 0 },
-));
+static OVERFLOW_COUNTERS: PerCpuCounters =
+    PerCpuCounters(Opaque::new(bindings::alloc_tag_counters {
+        bytes: 0,
+        calls: 0,
+    }));
 
 /// The overflow row: pages charged by tags that have no index. Always
 /// `accurate:no`, as are the tags whose pages it holds.
@@ -459,7 +461,11 @@ impl PageIndex<'_> {
             return None;
         }
         self.set_id(id);
-        Some(if id == ID_OVERFLOW { &OVERFLOW_TAG } else { tag })
+        Some(if id == ID_OVERFLOW {
+            &OVERFLOW_TAG
+        } else {
+            tag
+        })
     }
 
     /// The tag recorded, if any (the overflow tag for tags without index).

@@ -38,8 +38,8 @@ use crate::{
     uaccess::UserSlice,
 };
 use core::ffi::{c_uint, c_void};
-use ffi::{c_long, c_ulong};
 use core::mem::{offset_of, size_of};
+use ffi::{c_long, c_ulong};
 
 type GetAt = bindings::allocinfo_get_at;
 type Filter = bindings::allocinfo_filter;
@@ -53,11 +53,15 @@ pub const IOC_CONTENT_ID: u32 = ioctl::_IOR::<bindings::allocinfo_content_id>(
     bindings::_ALLOCINFO_IOC_CONTENT_ID,
 );
 /// `ALLOCINFO_IOC_GET_AT`.
-pub const IOC_GET_AT: u32 =
-    ioctl::_IOWR::<GetAt>(bindings::ALLOCINFO_IOC_BASE, bindings::_ALLOCINFO_IOC_GET_AT);
+pub const IOC_GET_AT: u32 = ioctl::_IOWR::<GetAt>(
+    bindings::ALLOCINFO_IOC_BASE,
+    bindings::_ALLOCINFO_IOC_GET_AT,
+);
 /// `ALLOCINFO_IOC_GET_NEXT`.
-pub const IOC_GET_NEXT: u32 =
-    ioctl::_IOR::<TagData>(bindings::ALLOCINFO_IOC_BASE, bindings::_ALLOCINFO_IOC_GET_NEXT);
+pub const IOC_GET_NEXT: u32 = ioctl::_IOR::<TagData>(
+    bindings::ALLOCINFO_IOC_BASE,
+    bindings::_ALLOCINFO_IOC_GET_NEXT,
+);
 
 const STR_SIZE: usize = bindings::ALLOCINFO_STR_SIZE as usize;
 const MASKS: u64 = (1 << (bindings::__ALLOCINFO_FILTER_LAST + 1)) - 1;
@@ -154,9 +158,21 @@ impl Criteria {
         }
         let c = Criteria {
             mask,
-            modname: name_field(buf, fields + offset_of!(Tag, modname), mask & F_MODNAME != 0)?,
-            function: name_field(buf, fields + offset_of!(Tag, function), mask & F_FUNCTION != 0)?,
-            filename: name_field(buf, fields + offset_of!(Tag, filename), mask & F_FILENAME != 0)?,
+            modname: name_field(
+                buf,
+                fields + offset_of!(Tag, modname),
+                mask & F_MODNAME != 0,
+            )?,
+            function: name_field(
+                buf,
+                fields + offset_of!(Tag, function),
+                mask & F_FUNCTION != 0,
+            )?,
+            filename: name_field(
+                buf,
+                fields + offset_of!(Tag, filename),
+                mask & F_FILENAME != 0,
+            )?,
             lineno: u64_at(buf, fields + offset_of!(Tag, lineno)),
             inaccurate: u64_at(buf, off + offset_of!(Filter, inaccurate)) != 0,
             min_size: u64_at(buf, off + offset_of!(Filter, min_size)),
@@ -370,7 +386,11 @@ pub(super) unsafe extern "C" fn allocinfo_ioctl(
 ) -> c_long {
     // SAFETY: an open `/proc/allocinfo` (caller): its `private_data` is its
     // seq_file, whose `private` is this file's `State`.
-    let state = unsafe { (*(*file).private_data.cast::<bindings::seq_file>()).private.cast() };
+    let state = unsafe {
+        (*(*file).private_data.cast::<bindings::seq_file>())
+            .private
+            .cast()
+    };
     let r = match cmd {
         IOC_CONTENT_ID => content_id(arg),
         IOC_GET_AT => get_at(state, arg),

@@ -143,7 +143,8 @@ impl AllocTag {
     pub fn charge(&self, bytes: usize) {
         // SAFETY: `bytes` and `calls` are `u64` fields of `alloc_tag_counters`.
         unsafe {
-            self.counters().this_cpu_add_counted::<BYTES_OFF, CALLS_OFF>(bytes as u64)
+            self.counters()
+                .this_cpu_add_counted::<BYTES_OFF, CALLS_OFF>(bytes as u64)
         };
     }
 
@@ -152,7 +153,8 @@ impl AllocTag {
     pub fn uncharge(&self, bytes: usize) {
         // SAFETY: `bytes` and `calls` are `u64` fields of `alloc_tag_counters`.
         unsafe {
-            self.counters().this_cpu_sub_counted::<BYTES_OFF, CALLS_OFF>(bytes as u64)
+            self.counters()
+                .this_cpu_sub_counted::<BYTES_OFF, CALLS_OFF>(bytes as u64)
         };
     }
 

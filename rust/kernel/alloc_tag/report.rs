@@ -226,7 +226,10 @@ static ALLOCINFO_OPS: SeqOps = SeqOps(Opaque::new(bindings::seq_operations {
 /// # Safety
 ///
 /// Called by procfs to open `/proc/allocinfo`.
-unsafe extern "C" fn allocinfo_open(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+unsafe extern "C" fn allocinfo_open(
+    _inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
     // SAFETY: `file` is being opened (caller); the ops are static.
     let state = unsafe {
         bindings::__seq_open_private(file, ALLOCINFO_OPS.0.get(), ioctl::STATE_SIZE as c_int)
