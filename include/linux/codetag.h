@@ -8,6 +8,7 @@
 #ifndef _LINUX_CODETAG_H
 #define _LINUX_CODETAG_H
 
+#include <linux/bits.h>
 #include <linux/types.h>
 
 struct module;
@@ -27,7 +28,7 @@ struct codetag {
 } __aligned(8);
 
 /* The counts of this tag miss allocations whose metadata could not be kept. */
-#define CODETAG_FLAG_INACCURATE		(1u << 0)
+#define CODETAG_FLAG_INACCURATE		BIT(0)
 #define CODETAG_FLAG_MASK		0xffu
 
 /* Where an allocated object records the tag it was charged to. */

@@ -112,7 +112,10 @@ static OVERFLOW_TAG: AllocTag = AllocTag(Opaque::new(bindings::alloc_tag {
         lineno: line!(),
         modname: core::ptr::null(),
         function: c"page_tag_index_overflow".as_ptr().cast(),
-        filename: c"rust/kernel/alloc_tag/compressed.rs".as_ptr().cast(),
+        // This source file, as the row shows it (the path from srctree).
+        filename: concat!("rust/kernel/alloc_tag/", "compressed.rs", "\0")
+            .as_ptr()
+            .cast(),
     },
     counters: OVERFLOW_COUNTERS.0.get(),
 }));

@@ -212,7 +212,7 @@ TEST_F(ioc, module_counters_exact)
 {
 	struct allocinfo_filter f = { .mask = ALLOCINFO_FILTER_MASK_MODNAME };
 	struct att_site site;
-	struct ai_row row;
+	struct ai_row row = { 0 };
 	int n, i, found = 0;
 
 	if (access(ATT_DIR, F_OK))
@@ -220,12 +220,13 @@ TEST_F(ioc, module_counters_exact)
 	ASSERT_EQ(0, att_site("kmalloc", &site));
 	ASSERT_EQ(0, att_ctl("kmalloc 100 3"));
 	ASSERT_EQ(0, ai_get(site.file, site.line, &row));
-	strcpy(f.fields.modname, TEST_MOD);
+	snprintf(f.fields.modname, sizeof(f.fields.modname), "%s", TEST_MOD);
 	n = walk(self->fd, &f, self->d, MAX_ROWS);
 	ASSERT_LT(0, n);
 	for (i = 0; i < n; i++) {
 		ASSERT_STREQ(TEST_MOD, self->d[i].tag.modname);
-		if (self->d[i].tag.lineno != site.line || strcmp(self->d[i].tag.filename, tail(site.file)))
+		if (self->d[i].tag.lineno != site.line ||
+		    strcmp(self->d[i].tag.filename, tail(site.file)))
 			continue;
 		found++;
 		EXPECT_EQ(row.bytes, (long long)self->d[i].counter.bytes);
@@ -285,7 +286,7 @@ TEST_F(ioc, filters_select_text_rows)
 	file = tail(self->text.r[0].file);
 	memset(&f, 0, sizeof(f));
 	f.mask = ALLOCINFO_FILTER_MASK_FILENAME;
-	strcpy(f.fields.filename, file);
+	snprintf(f.fields.filename, sizeof(f.fields.filename), "%s", file);
 	n = walk(self->fd, &f, self->d, MAX_ROWS);
 	EXPECT_EQ(count_rows(&self->text, in_file, file), n);
 	for (i = 0; i < n; i++)
@@ -295,7 +296,8 @@ TEST_F(ioc, filters_select_text_rows)
 	f.mask = ALLOCINFO_FILTER_MASK_FILENAME | ALLOCINFO_FILTER_MASK_LINENO |
 		 ALLOCINFO_FILTER_MASK_FUNCTION;
 	f.fields.lineno = self->text.r[0].line;
-	strcpy(f.fields.function, tail(self->text.r[0].func));
+	snprintf(f.fields.function, sizeof(f.fields.function), "%.63s",
+		 tail(self->text.r[0].func));
 	n = walk(self->fd, &f, self->d, MAX_ROWS);
 	ASSERT_EQ(1, n);
 	EXPECT_TRUE(same_site(&self->d[0], &self->text.r[0]));
@@ -330,8 +332,9 @@ TEST_F(ioc, size_range)
 	ASSERT_EQ(0, att_ctl("kmalloc 100 5"));
 	f.mask = ALLOCINFO_FILTER_MASK_MIN_SIZE | ALLOCINFO_FILTER_MASK_MAX_SIZE |
 		 ALLOCINFO_FILTER_MASK_MODNAME;
-	strcpy(f.fields.modname, TEST_MOD);
-	f.min_size = f.max_size = 5 * 128;
+	snprintf(f.fields.modname, sizeof(f.fields.modname), "%s", TEST_MOD);
+	f.min_size = 5 * 128;
+	f.max_size = 5 * 128;
 	n = walk(self->fd, &f, self->d, MAX_ROWS);
 	for (i = 0; i < n; i++) {
 		EXPECT_EQ(5 * 128, (long long)self->d[i].counter.bytes);

@@ -90,7 +90,8 @@ TEST(state_matches_boot_value)
 	} else if (!strcmp(v, "1,compressed") && !ai_is_upstream()) {
 		EXPECT_EQ(1, ai_sysctl_read());
 		EXPECT_TRUE(writable());
-		EXPECT_TRUE(compressed_tags() || ai_kmsg_has("compressed page tags do not fit", NULL));
+		EXPECT_TRUE(compressed_tags() ||
+			    ai_kmsg_has("compressed page tags do not fit", NULL));
 	} else if (!strcmp(v, "0")) {
 		EXPECT_EQ(0, ai_sysctl_read());
 		EXPECT_TRUE(writable());

@@ -100,12 +100,13 @@ TEST_F(store, logged)
 	if (!strcmp(s, "page_ext")) {
 		EXPECT_TRUE(ai_kmsg_has("alloc_tag: ", "profiling on, page tags page_ext\n", NULL));
 	} else if (!strcmp(s, "fallback")) {
-		EXPECT_TRUE(ai_kmsg_has("alloc_tag: ", "page tags page_ext (compressed does not fit)",
-					NULL));
+		EXPECT_TRUE(ai_kmsg_has("alloc_tag: ",
+					"page tags page_ext (compressed does not fit)", NULL));
 		EXPECT_TRUE(ai_kmsg_has("alloc_tag: compressed page tags do not fit: ",
 					"using page_ext", NULL));
 	} else if (!strcmp(s, "compressed") || !strcmp(s, "overflow")) {
-		EXPECT_TRUE(ai_kmsg_has("alloc_tag: ", "page tags compressed in page->flags", NULL));
+		EXPECT_TRUE(ai_kmsg_has("alloc_tag: ", "page tags compressed in page->flags",
+					NULL));
 		EXPECT_TRUE(ai_kmsg_has("alloc_tag: ", "-bit page tag index (", NULL));
 		if (!strcmp(s, "overflow"))
 			EXPECT_TRUE(ai_kmsg_has("alloc_tag: ", "on the overflow row", NULL));
@@ -180,7 +181,7 @@ TEST_F(store, module_pages)
 TEST_F(store, module_kmalloc_exact)
 {
 	struct att_site site;
-	struct ai_row before, after;
+	struct ai_row before = { 0 }, after = { 0 };
 
 	if (access(ATT_DIR, F_OK))
 		SKIP(return, "alloc_tag_test module not loaded");
