@@ -29,9 +29,12 @@ configs=(
 	"e:conly-off|rust|conly|sysctl.vm.mem_profiling=0"
 )
 
+# BENCH_ONLY=regex: only the configurations whose label matches (the report
+# still uses the logs of the others from an earlier run).
 built=""
 for c in "${configs[@]}"; do
 	IFS='|' read -r label base variant append <<< "$c"
+	[[ -n "${BENCH_ONLY:-}" && ! "$label" =~ ${BENCH_ONLY} ]] && continue
 	key=$base-$variant
 	w=$CACHE_DIR/$base${variant:+-$variant}
 	if [[ " $built " != *" $key "* ]]; then

@@ -98,6 +98,8 @@ void alloc_tag_add(union codetag_ref *ref, struct alloc_tag *tag, size_t bytes);
 void alloc_tag_sub(union codetag_ref *ref, size_t bytes);
 /* The counters of @tag summed over all possible CPUs. */
 struct alloc_tag_counters alloc_tag_read(struct alloc_tag *tag);
+/* Record that an allocation of @tag (may be NULL) could not be counted. */
+void alloc_tag_set_inaccurate(struct alloc_tag *tag);
 /* The @count tags with the most bytes, largest first; never sleeps unless @can_sleep. */
 size_t alloc_tag_top_users(struct codetag_bytes *tags, size_t count, bool can_sleep);
 /* True after sysctl.vm.mem_profiling=never. */
@@ -115,6 +117,7 @@ static inline bool mem_alloc_profiling_permanently_disabled(void) { return true;
 static inline void alloc_tag_add(union codetag_ref *ref, struct alloc_tag *tag,
 				 size_t bytes) {}
 static inline void alloc_tag_sub(union codetag_ref *ref, size_t bytes) {}
+static inline void alloc_tag_set_inaccurate(struct alloc_tag *tag) {}
 #define alloc_tag_record(p)	do {} while (0)
 
 #endif /* CONFIG_MEM_ALLOC_PROFILING */

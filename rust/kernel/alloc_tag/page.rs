@@ -225,7 +225,17 @@ pub unsafe extern "C" fn __pgalloc_tag_add(
     // SAFETY: `page` is a valid page (caller).
     if let Some(t) = unsafe { PageTag::get(page) } {
         t.charge(tag, pages_bytes(nr));
+    } else if !page.is_null() && !tag.is_null() {
+        // SAFETY: a non-NULL `tag` is a tag (caller).
+        untracked(unsafe { AllocTag::from_raw(tag) });
     }
+}
+
+/// A page with nowhere to record its tag (no `page_ext` yet, early in
+/// boot): it is not counted, and its tag says so.
+#[cold]
+fn untracked(tag: &AllocTag) {
+    tag.mark_inaccurate();
 }
 
 /// Uncharges `nr` pages at `page`.

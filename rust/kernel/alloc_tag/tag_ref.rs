@@ -254,6 +254,21 @@ pub unsafe extern "C" fn alloc_tag_sub(ref_: *mut bindings::codetag_ref, bytes: 
     unsafe { TagRef::from_raw(ref_) }.uncharge(bytes);
 }
 
+/// Marks `tag` (NULL: nothing to mark) as missing an allocation it could not
+/// count, such as a slab object without an extension vector; its row then
+/// says `accurate:no`.
+///
+/// # Safety
+///
+/// `tag` is NULL or a tag in an `alloc_tags` section.
+#[no_mangle]
+pub unsafe extern "C" fn alloc_tag_set_inaccurate(tag: *mut bindings::alloc_tag) {
+    if !tag.is_null() {
+        // SAFETY: a tag (caller).
+        unsafe { AllocTag::from_raw(tag) }.mark_inaccurate();
+    }
+}
+
 /// The counters of `tag` summed over all possible CPUs.
 ///
 /// # Safety
