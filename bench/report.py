@@ -257,10 +257,22 @@ def main():
       "index by dividing its offset by 40 and shifted by boot-time amounts: every tag now "
       "keeps its index in its flags and the field is a build constant (page, module tag, "
       "compressed 698 -> 673).")
-    w("- Targets not met and why: the +1% off targets need jump labels (above); the +25%/+15% "
-      "on targets are below the cost of the 6.12 slab extension vector lookup and the "
-      "page_ext lookup that both cores share (upstream is at +70%/+36% here); compressed "
-      "pages at +8% is below the off-path cost of this config alone.")
+    w("- Where ours is still slower than upstream (profiling on): the kmalloc/cache loops by "
+      "about 1% and the order1..3 loops (non-compound pages freed with `__free_pages()`, three "
+      "page hooks per pair) by 3 to 6%. itrace for order1: prep_new_page + __pgalloc_tag_add "
+      "73 instructions against upstream's inlined 65, free_unref_page + __pgalloc_tag_sub 132 "
+      "against 124, __free_pages + __pgalloc_tag_get 47 against 34: each hook pays the "
+      "out-of-line call into Rust (call, endbr64, prologue, ret), about 8 instructions. "
+      "Closing it needs the hot part inlined on the C side or cross-language LTO; not done.")
+    w("- Targets not met and why: the +1% off targets need jump labels (above); in page_ext "
+      "mode the two page_ext lookups per page pair alone cost 64 + 8 instructions (+13% of "
+      "the page loop), so +15% on is out of reach there; compressed mode removes them "
+      "(+23% here) but the remaining hook work and the off-path cost of this config "
+      "(+4.8%) are above +8%. Ours beats upstream's compressed figure of FACTS 8 "
+      "(+22.2% over sysctl 0 on 7.3.4) with +17.9% over our own sysctl 0.")
+    w("- The compiled-out kmalloc loop varies by up to 2% between rounds (235.5 in round 1, "
+      "240.3 after, this run): the held objects are freed and allocated again between rounds "
+      "and may land on other slabs. The other configurations vary by under 0.1%.")
     w("\npercpu counters = tags x 16 bytes x possible CPUs; tag section = "
       "`__stop_alloc_tags - __start_alloc_tags` in vmlinux (40 bytes a tag).")
 
