@@ -7,6 +7,8 @@
 # usage: bench/itrace.sh BASE VARIANT APPEND LOOP ENTRY
 #   e.g. bench/itrace.sh rust "" sysctl.vm.mem_profiling=0 kmalloc __kmalloc_noprof
 # Needs a warm make bench (the bench module built for that kernel).
+# ITRACE_CMD replaces the command run in the VM (it must load the bench
+# module first), e.g. "insmod ./alloc_tag_bench.ko only=none; ./allocinfo_read".
 set -uo pipefail
 : "${CACHE_DIR:=$HOME/.cache/allocprof}"
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +18,7 @@ w=$CACHE_DIR/$base${variant:+-$variant}
 export CACHE_DIR REPO BASE=$base W=$w OUT=$w/build SRC=$CACHE_DIR/$base/src
 mkdir -p "$w/logs"
 export ACCEL=tcg QEMU_EXTRA="-icount shift=0,sleep=off -s" BOOT_TIMEOUT=600
-CMD="insmod ./alloc_tag_bench.ko pairs=100000000 rounds=1 only=$loop" EXTRA=$w/bench-extra \
+CMD="${ITRACE_CMD:-insmod ./alloc_tag_bench.ko pairs=100000000 rounds=1 only=$loop}" EXTRA=$w/bench-extra \
 	APPEND="$append" "$REPO/harness/vm.sh" run > "$w/logs/itrace.log" 2>&1 &
 vm=$!
 sleep 2

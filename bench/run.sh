@@ -67,4 +67,4 @@ done
 
 python3 "$B/report.py" "$out" "$REPO" > "$B/RESULTS.md" || exit 1
 echo "bench: wrote bench/RESULTS.md"
-sed -n '/^## Loops/,/^## Memory/p' "$B/RESULTS.md" | head -n 30
+sed -n '/^## Loops/,/^## Memory/p' "$B/RESULTS.md" | awk 'NR <= 30'

@@ -57,6 +57,31 @@ impl SeqFile {
     }
 }
 
+impl SeqFile {
+    /// Appends a record part built in place: `f` is given the free space of
+    /// the buffer and returns how many bytes it wrote, or `None` if the
+    /// part does not fit. Then the buffer is marked overflowed (as
+    /// `seq_write()` does), and the seq_file core grows it and calls
+    /// `show()` again, so nothing is lost; no intermediate buffer, no copy.
+    #[inline]
+    pub fn write_with(&self, f: impl FnOnce(&mut [u8]) -> Option<usize>) {
+        let m = self.0.get();
+        // SAFETY: the seq_file is valid and only this callback uses it (type
+        // invariant); `buf` holds `size` bytes of which the first `count`
+        // are the records so far (seq_file core, `count <= size`), so the
+        // rest is free for this record and no one else reads it meanwhile.
+        unsafe {
+            let (count, size) = ((*m).count, (*m).size);
+            let free = size.saturating_sub(count);
+            let space = core::slice::from_raw_parts_mut((*m).buf.cast::<u8>().add(count), free);
+            match f(space) {
+                Some(n) if n <= free => (*m).count = count + n,
+                _ => (*m).count = size,
+            }
+        }
+    }
+}
+
 impl fmt::Write for &SeqFile {
     #[inline]
     fn write_str(&mut self, s: &str) -> fmt::Result {

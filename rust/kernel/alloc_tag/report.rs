@@ -28,14 +28,16 @@ use core::ffi::{c_int, c_void};
 
 const HEADER: &[u8] = b"allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n";
 
-/// A row assembled on the stack and handed to the seq_file in one write.
-struct RowBuf<const N: usize> {
-    buf: [u8; N],
+/// Writes into a borrowed byte buffer; remembers whether anything did not
+/// fit.
+struct RowBuf<'a> {
+    buf: &'a mut [u8],
     len: usize,
     overflow: bool,
 }
 
-impl<const N: usize> RowBuf<N> {
+impl RowBuf<'_> {
+    #[inline(always)]
     fn push(&mut self, bytes: &[u8]) {
         let end = self.len + bytes.len();
         if end > self.buf.len() {
@@ -46,7 +48,18 @@ impl<const N: usize> RowBuf<N> {
         self.len = end;
     }
 
+    #[inline(always)]
+    fn push_byte(&mut self, b: u8) {
+        if self.len < self.buf.len() {
+            self.buf[self.len] = b;
+            self.len += 1;
+        } else {
+            self.overflow = true;
+        }
+    }
+
     /// `v` in decimal, right-aligned in `width` (printf `%*lli`/`%*llu`).
+    #[inline(always)]
     fn push_num(&mut self, neg: bool, mut v: u64, width: usize) {
         let mut digits = [0u8; 21];
         let mut i = digits.len();
@@ -64,7 +77,7 @@ impl<const N: usize> RowBuf<N> {
         }
         let n = digits.len() - i;
         for _ in n..width {
-            self.push(b" ");
+            self.push_byte(b' ');
         }
         self.push(&digits[i..]);
     }
@@ -72,65 +85,46 @@ impl<const N: usize> RowBuf<N> {
 
 /// Writes one v2.0 row for `tag`: `"%12lli %8llu file:line[ [mod]] func:f[ accurate:no] \n"`.
 ///
-/// Formatted by hand into one buffer and written with one `seq_write()`
-/// (rows too long for it are written piece by piece): this is the whole
-/// cost of reading `/proc/allocinfo`, so it avoids `core::fmt` and per-byte
-/// string escaping.
+/// Formatted by hand straight into the seq_file's buffer (if the row does
+/// not fit, the seq_file core grows the buffer and asks again): this is the
+/// whole cost of reading `/proc/allocinfo`, so it avoids `core::fmt`, an
+/// intermediate buffer and per-byte string escaping.
 fn write_row(m: &SeqFile, tag: &AllocTag) {
     let c = tag.read();
-    let mut r = RowBuf::<512> {
-        buf: [0; 512],
-        len: 0,
-        overflow: false,
-    };
-    r.push_num(c.bytes < 0, c.bytes.unsigned_abs(), 12);
-    r.push(b" ");
-    r.push_num(false, c.calls, 8);
-    r.push(b" ");
-    // The counters always fit; the names may not.
-    let head = r.len;
-    let mut line = RowBuf::<24> {
-        buf: [0; 24],
-        len: 0,
-        overflow: false,
-    };
-    line.push(b":");
-    line.push_num(false, u64::from(tag.line()), 0);
-    line.push(b" ");
-    let module = tag.module_name().map_or(&b""[..], |m| m.as_bytes());
-    let (open, close): (&[u8], &[u8]) = if module.is_empty() {
-        (b"", b"")
-    } else {
-        (b"[", b"] ")
-    };
-    let accuracy: &[u8] = if tag.is_accurate() {
-        b""
-    } else {
-        b" accurate:no"
-    };
-    let parts: [&[u8]; 9] = [
-        tag.file().as_bytes(),
-        &line.buf[..line.len],
-        open,
-        module,
-        close,
-        b"func:",
-        tag.function().as_bytes(),
-        accuracy,
-        b" \n",
-    ];
-    for p in parts {
-        r.push(p);
-    }
-    if !r.overflow {
-        m.write_bytes(&r.buf[..r.len]);
-        return;
-    }
-    // Names longer than the buffer: the same bytes, written piece by piece.
-    m.write_bytes(&r.buf[..head]);
-    for p in parts {
-        m.write_bytes(p);
-    }
+    let module = tag
+        .module_name()
+        .map(|m| m.as_bytes())
+        .filter(|m| !m.is_empty());
+    let file = tag.file().as_bytes();
+    let function = tag.function().as_bytes();
+    let accurate = tag.is_accurate();
+    m.write_with(|space| {
+        let mut r = RowBuf {
+            buf: space,
+            len: 0,
+            overflow: false,
+        };
+        r.push_num(c.bytes < 0, c.bytes.unsigned_abs(), 12);
+        r.push_byte(b' ');
+        r.push_num(false, c.calls, 8);
+        r.push_byte(b' ');
+        r.push(file);
+        r.push_byte(b':');
+        r.push_num(false, u64::from(tag.line()), 0);
+        r.push_byte(b' ');
+        if let Some(module) = module {
+            r.push_byte(b'[');
+            r.push(module);
+            r.push(b"] ");
+        }
+        r.push(b"func:");
+        r.push(function);
+        if !accurate {
+            r.push(b" accurate:no");
+        }
+        r.push(b" \n");
+        (!r.overflow).then_some(r.len)
+    });
 }
 
 /// `seq_operations::start`: takes the registry for reading until `stop`.
