@@ -141,8 +141,6 @@ static BITS_LIMIT: AtomicU32 = AtomicU32::new(u32::MAX);
 static FELL_BACK: AtomicBool = AtomicBool::new(false);
 /// The largest index this boot can store: `2^W - 1`.
 static ID_LIMIT: AtomicU32 = AtomicU32::new(0);
-/// vmlinux tags with an index: the first `VMLINUX_IDS` in section order.
-static VMLINUX_IDS: AtomicU32 = AtomicU32::new(0);
 /// The first module index and the number of module slots.
 static MODULE_BASE: AtomicU32 = AtomicU32::new(0);
 static MODULE_SLOTS: AtomicU32 = AtomicU32::new(0);
@@ -226,7 +224,6 @@ fn decide() -> Store {
         // SAFETY: `i` is below the number of vmlinux tags.
         unsafe { AllocTag::from_raw(start.add(i as usize)) }.set_stored_index(FIRST_ID + i);
     }
-    VMLINUX_IDS.store(vmlinux_ids, Ordering::Relaxed);
     MODULE_BASE.store(FIRST_ID + vmlinux_ids, Ordering::Relaxed);
     MODULE_SLOTS.store(MODULE_IDS.min(cap - vmlinux_ids), Ordering::Relaxed);
     MODE.store(COMPRESSED, Ordering::Release);
@@ -359,7 +356,7 @@ fn tag_of(id: u32) -> Option<&'static AllocTag> {
     let base = MODULE_BASE.load(Ordering::Relaxed);
     if id < base {
         let (start, _) = registry::vmlinux_tags();
-        // SAFETY: `id - FIRST_ID < VMLINUX_IDS`, the number of vmlinux tags
+        // SAFETY: `id - FIRST_ID < MODULE_BASE - FIRST_ID`, the number of vmlinux tags
         // with an index, so this is one of vmlinux's tags.
         return Some(unsafe { AllocTag::from_raw(start.add((id - FIRST_ID) as usize)) });
     }
