@@ -71,12 +71,25 @@ static inline struct alloc_tag *ct_to_alloc_tag(struct codetag *ct)
 	return container_of(ct, struct alloc_tag, ct);
 }
 
+#ifdef MODULE
+/*
+ * A module's tags get their counters when the module loads, and live in a
+ * tag area of their own outside the module (codetag_alloc_module_section()),
+ * so that they can outlive the module while its allocations do.
+ */
+#define DEFINE_ALLOC_TAG(_alloc_tag)						\
+	static struct alloc_tag _alloc_tag __used __aligned(8)			\
+	__section(CODETAG_SECTION_ALLOC_TAGS) = {				\
+		.ct = CODE_TAG_INIT,						\
+		.counters = NULL };
+#else
 #define DEFINE_ALLOC_TAG(_alloc_tag)						\
 	static DEFINE_PER_CPU(struct alloc_tag_counters, _alloc_tag_cntr);	\
 	static struct alloc_tag _alloc_tag __used __aligned(8)			\
-	__section("alloc_tags") = {						\
+	__section(CODETAG_SECTION_ALLOC_TAGS) = {				\
 		.ct = CODE_TAG_INIT,						\
 		.counters = &_alloc_tag_cntr };
+#endif
 
 /* Defined by the Rust core; on unless sysctl.vm.mem_profiling says not. */
 DECLARE_STATIC_KEY_MAYBE(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT,

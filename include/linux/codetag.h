@@ -9,6 +9,7 @@
 #define _LINUX_CODETAG_H
 
 #include <linux/bits.h>
+#include <linux/string.h>
 #include <linux/types.h>
 
 struct module;
@@ -50,13 +51,47 @@ union codetag_ref {
 	.flags		= 0,				\
 }
 
+/* The section of allocation tags, in vmlinux and in modules. */
+#define CODETAG_SECTION_ALLOC_TAGS	"alloc_tags"
+
 #if defined(CONFIG_CODE_TAGGING) && defined(CONFIG_MODULES)
-/* Rust: register a module's tags after it is loaded. */
-void codetag_load_module(struct module *mod);
-/* Rust: drop a module's tags; false if allocations from it are still alive. */
+/*
+ * Module loader hooks, all in Rust (rust/kernel/alloc_tag/registry.rs).
+ *
+ * A module's tag section is not placed in the module's own memory but in a
+ * tag area that codetag_alloc_module_section() returns, so that the tags and
+ * their counters can stay after the module is gone, until the last
+ * allocation charged to them is freed.
+ */
+static inline bool codetag_module_section(const char *name, unsigned long size)
+{
+	return size && !strcmp(name, CODETAG_SECTION_ALLOC_TAGS);
+}
+/* The tag area for @mod's tag section of @size bytes; NULL if none. */
+void *codetag_alloc_module_section(struct module *mod, unsigned long size,
+				   unsigned long align);
+/* Drops whatever the hooks still hold for @mod (failed loads). */
+void codetag_free_module_sections(struct module *mod);
+/* Gives @mod's tags their counters; -ENOMEM fails the load. */
+int codetag_load_module(struct module *mod);
+/*
+ * Detaches @mod's tags at unload; they stay reported until their
+ * allocations are freed.  Always true: the module's memory can go.
+ */
 bool codetag_unload_module(struct module *mod);
 #else
-static inline void codetag_load_module(struct module *mod) {}
+static inline bool codetag_module_section(const char *name, unsigned long size)
+{
+	return false;
+}
+static inline void *codetag_alloc_module_section(struct module *mod,
+						 unsigned long size,
+						 unsigned long align)
+{
+	return NULL;
+}
+static inline void codetag_free_module_sections(struct module *mod) {}
+static inline int codetag_load_module(struct module *mod) { return 0; }
 static inline bool codetag_unload_module(struct module *mod) { return true; }
 #endif
 

@@ -74,6 +74,12 @@ void rust_helper_alloc_tag_kvfree_rcu_barrier(void)
 	kvfree_rcu_barrier();
 }
 
+/* A macro for synchronize_rcu() unless CONFIG_TASKS_RCU. */
+void rust_helper_alloc_tag_synchronize_rcu_tasks(void)
+{
+	synchronize_rcu_tasks();
+}
+
 /*
  * The C view of the structures the Rust core reads or builds, for its layout
  * check (rust/kernel/alloc_tag/layout.rs); the item numbers are shared.

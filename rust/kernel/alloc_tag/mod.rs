@@ -56,10 +56,14 @@ pub struct Counters {
 ///
 /// # Invariants
 ///
-/// The wrapped tag lives in an `alloc_tags` section (of vmlinux, or of a
-/// module whose data outlives every reference to the tag), its code tag
-/// fields other than `flags` never change, `flags` is only changed
-/// atomically, and `counters` is always a live `__percpu` pointer.
+/// The wrapped tag lives in vmlinux's `alloc_tags` section or in a module
+/// tag area that outlives every reference to the tag (see
+/// [`registry`]), and `counters` is a live `__percpu` pointer whenever the
+/// tag can be reached. Its code tag fields other than `flags` never change,
+/// but for the strings of a module's tags, which the registry points, under
+/// its write lock, at copies of the same text when the module goes (so
+/// readers of the strings hold the registry). `flags` is only changed
+/// atomically.
 #[repr(transparent)]
 pub struct AllocTag(Opaque<bindings::alloc_tag>);
 
@@ -111,11 +115,9 @@ impl AllocTag {
 
     #[inline(always)]
     fn counters(&self) -> PerCpuPtr<bindings::alloc_tag_counters> {
-        // SAFETY: the tag is valid (invariant). `counters` may be redirected
-        // at module unload by another CPU, hence the volatile read of the
-        // pointer-sized field.
-        let ptr =
-            unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*self.as_raw()).counters)) };
+        // SAFETY: the tag is valid (invariant); `counters` does not change
+        // while anything can be charged to the tag.
+        let ptr = unsafe { (*self.as_raw()).counters };
         // SAFETY: `counters` is a live `__percpu` pointer (invariant).
         unsafe { PerCpuPtr::from_raw(ptr) }
     }
@@ -178,21 +180,6 @@ impl AllocTag {
         }
     }
 
-    /// Points the counters elsewhere: used when the module that holds the
-    /// current ones goes away while allocations charged to it live on.
-    ///
-    /// # Safety
-    ///
-    /// `counters` must be a `__percpu` pointer to counters that live as long
-    /// as the tag.
-    pub unsafe fn redirect_counters(&self, counters: *mut bindings::alloc_tag_counters) {
-        // SAFETY: the tag is valid; a volatile store of the aligned pointer
-        // field is seen whole by the volatile loads in `counters()`.
-        unsafe {
-            core::ptr::write_volatile(core::ptr::addr_of_mut!((*self.as_raw()).counters), counters)
-        };
-    }
-
     #[inline(always)]
     fn flags(&self) -> &AtomicU32 {
         // SAFETY: `flags` is an aligned `u32` of a valid tag that is only
@@ -245,26 +232,29 @@ impl AllocTag {
 
     /// The source file path.
     pub fn file(&self) -> &CStr {
-        // SAFETY: `filename` never changes (invariant) and is a static
-        // NUL-terminated string (`__FILE__`).
+        // SAFETY: `filename` is a NUL-terminated string (`__FILE__`, or its
+        // copy once the module is gone) that stays valid while the registry
+        // can be read (invariant).
         unsafe { CStr::from_char_ptr((*self.codetag()).filename) }
     }
 
     /// The function name.
     pub fn function(&self) -> &CStr {
-        // SAFETY: `function` never changes (invariant) and is a static
-        // NUL-terminated string (`__func__`).
+        // SAFETY: `function` is a NUL-terminated string (`__func__`, or its
+        // copy once the module is gone) that stays valid while the registry
+        // can be read (invariant).
         unsafe { CStr::from_char_ptr((*self.codetag()).function) }
     }
 
     /// The module name, `None` for code built into vmlinux.
     pub fn module_name(&self) -> Option<&CStr> {
-        // SAFETY: `modname` never changes (invariant).
+        // SAFETY: `modname` of a valid tag, NULL or a string (invariant).
         let m = unsafe { (*self.codetag()).modname };
         if m.is_null() {
             None
         } else {
-            // SAFETY: a non-NULL `modname` is a static string (`KBUILD_MODNAME`).
+            // SAFETY: a non-NULL `modname` is `KBUILD_MODNAME` or its copy,
+            // valid while the registry can be read (invariant).
             Some(unsafe { CStr::from_char_ptr(m) })
         }
     }

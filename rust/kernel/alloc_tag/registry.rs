@@ -3,31 +3,58 @@
 //! The code-tag registry: the `alloc_tags` sections of vmlinux and of every
 //! loaded module, in one order that readers walk.
 //!
-//! vmlinux's section is always first. A module's section is added when the
-//! module is loaded (`codetag_load_module()`, called by `kernel/module`) and
-//! dropped when it is unloaded (`codetag_unload_module()`). A read-write
-//! semaphore keeps the list stable for readers; the allocation hot paths never
-//! touch the registry.
+//! vmlinux's section is always first. A module's tags do not live in the
+//! module: the loader asks for a tag area of their own
+//! ([`codetag_alloc_module_section`]), gives the tags their per-CPU counters
+//! once relocated ([`codetag_load_module`]), and at unload
+//! ([`codetag_unload_module`]) the tags are detached from the module, which
+//! is then freed whole. Detached tags, with copies of their strings, stay
+//! reported until nothing is charged to them any more; then the tag area and
+//! the counters are freed ([`reclaim`]). A read-write semaphore keeps the
+//! list stable for readers; the allocation hot paths never touch the
+//! registry.
 
 use super::AllocTag;
-use crate::{alloc::flags::GFP_KERNEL, alloc::KVec, bindings, c_str, pr_warn, types::Opaque};
+use crate::{
+    alloc::flags::GFP_KERNEL, alloc::KVVec, alloc::KVec, bindings, c_str, pr_err, pr_info,
+    pr_warn, str::CStr, types::Opaque,
+};
 use core::cell::UnsafeCell;
+use core::ffi::{c_int, c_ulong, c_void};
 use core::mem::size_of;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 extern "C" {
     static __start_alloc_tags: [bindings::alloc_tag; 0];
     static __stop_alloc_tags: [bindings::alloc_tag; 0];
 }
 
-/// One module's tags: `len` consecutive `alloc_tag`s from `start`, and the
-/// first of their compressed page-tag indexes if they got any.
+/// Where a module's tags are in their life.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// The tag area is the loader's: no counters yet, not reported.
+    Placed,
+    /// Counted and reported (vmlinux is always live).
+    Live,
+    /// The module is gone and allocations are still charged to its tags;
+    /// the strings the tags point to are copies in `strings`.
+    Detached,
+}
+
+/// One module's tags: `len` consecutive `alloc_tag`s from `start` (for a
+/// module, the start of its tag area), and the first of their compressed
+/// page-tag indexes if they got any.
 #[derive(Clone, Copy)]
 struct Segment {
+    /// The module while it is loaded; NULL for vmlinux and once detached.
     module: *mut bindings::module,
     start: *mut bindings::alloc_tag,
     len: usize,
     page_ids: Option<u32>,
+    state: State,
+    /// The `KVVec<u8>` buffer (pointer, capacity) holding the copied
+    /// strings of a detached module, null if none.
+    strings: (*mut u8, usize),
 }
 
 impl Segment {
@@ -35,6 +62,17 @@ impl Segment {
         // SAFETY: `i < len` (callers), and the segment's tags are valid while
         // it is registered, which the read lock the callers hold guarantees.
         unsafe { AllocTag::from_raw(self.start.add(i)) }
+    }
+
+    /// Whether no tag has anything charged. Once a module's code is gone,
+    /// only frees (and splits of what is charged) touch its tags, so the
+    /// bytes of every CPU can only go down: a sum of zero bytes, read CPU by
+    /// CPU, means nothing was charged when the read ended.
+    fn drained(&self) -> bool {
+        (0..self.len).all(|i| {
+            let c = self.tag(i).read();
+            c.bytes == 0 && c.calls == 0
+        })
     }
 }
 
@@ -68,10 +106,8 @@ pub fn content_id() -> u64 {
     CONTENT_ID.load(Ordering::Acquire)
 }
 
-/// Counters that module tags are pointed at when their module goes away with
-/// allocations still charged to them (a `__percpu` pointer, NULL until init).
-static ORPHAN_COUNTERS: AtomicPtr<bindings::alloc_tag_counters> =
-    AtomicPtr::new(core::ptr::null_mut());
+/// The number of detached modules, so that [`reclaim`] is free without any.
+static DETACHED: AtomicUsize = AtomicUsize::new(0);
 
 fn vmlinux() -> Segment {
     // The linker defines both symbols around the section; only their
@@ -85,6 +121,8 @@ fn vmlinux() -> Segment {
         start: start.cast_mut(),
         len: (stop as usize - start as usize) / size_of::<bindings::alloc_tag>(),
         page_ids: None,
+        state: State::Live,
+        strings: (core::ptr::null_mut(), 0),
     }
 }
 
@@ -106,16 +144,6 @@ pub(crate) fn init() {
             crate::static_lock_class!().as_ptr(),
         )
     };
-    // SAFETY: `pcpu_alloc_noprof` may be called from an initcall.
-    let orphan = unsafe {
-        bindings::pcpu_alloc_noprof(
-            size_of::<bindings::alloc_tag_counters>(),
-            8,
-            false,
-            GFP_KERNEL.as_raw(),
-        )
-    };
-    ORPHAN_COUNTERS.store(orphan.cast(), Ordering::Relaxed);
     // INVARIANT: the lock is initialised.
     READY.store(true, Ordering::Release);
 }
@@ -180,10 +208,12 @@ impl ReadGuard {
         }
     }
 
-    fn modules(&self) -> &[Segment] {
+    /// The reported module segments (live and detached), in load order.
+    fn modules(&self) -> impl Iterator<Item = &Segment> + '_ {
         // SAFETY: the lock is held for reading (invariant), so no writer
         // changes the vector while the borrow lives.
-        unsafe { &*REGISTRY.modules.get() }
+        let all = unsafe { &*REGISTRY.modules.get() };
+        all.iter().filter(|s| s.state != State::Placed)
     }
 
     /// The tag at position `pos` of the walk (vmlinux first, then modules in
@@ -206,13 +236,13 @@ impl ReadGuard {
     /// Every tag, in walk order.
     pub fn tags(&self) -> impl Iterator<Item = &'static AllocTag> + '_ {
         core::iter::once(vmlinux())
-            .chain(self.modules().iter().copied())
+            .chain(self.modules().copied())
             .flat_map(|seg| (0..seg.len).map(move |i| seg.tag(i)))
     }
 
     /// The number of tags.
     pub fn len(&self) -> usize {
-        vmlinux().len + self.modules().iter().map(|s| s.len).sum::<usize>()
+        vmlinux().len + self.modules().map(|s| s.len).sum::<usize>()
     }
 
     /// Whether there are no tags at all.
@@ -238,6 +268,20 @@ impl WriteGuard {
         // SAFETY: the lock is held for writing, so this is the only access.
         unsafe { &mut *REGISTRY.modules.get() }
     }
+
+    /// Takes the segment at `idx` out, keeping the order of the others.
+    fn remove(&mut self, idx: usize) {
+        let mods = self.modules();
+        let len = mods.len();
+        if idx >= len {
+            return;
+        }
+        mods.as_mut_slice().copy_within(idx + 1.., idx);
+        // SAFETY: `idx < len`; the slots from `idx` on were shifted down by
+        // one, so the first `len - 1` are initialised, and `Segment` is
+        // `Copy`.
+        unsafe { mods.set_len(len - 1) };
+    }
 }
 
 impl Drop for WriteGuard {
@@ -247,74 +291,410 @@ impl Drop for WriteGuard {
     }
 }
 
-/// `mod`'s tag section, if it has tags.
+/// Counters are allocated for this many tags at a time; each chunk is one
+/// per-CPU allocation, freed through its first tag's counters.
+const COUNTER_CHUNK: usize = 256;
+
+/// Gives every tag of `seg` zeroed per-CPU counters.
 ///
 /// # Safety
 ///
-/// `module` must be a live module.
-unsafe fn module_segment(module: *mut bindings::module) -> Option<Segment> {
-    let find = |name: &crate::str::CStr| {
-        // SAFETY: the module is live (caller); the lookup walks its symbol
-        // table, which needs preemption off.
-        unsafe {
-            bindings::preempt_disable();
-            let v = bindings::find_kallsyms_symbol_value(module, name.as_char_ptr());
-            bindings::preempt_enable();
-            v as usize
+/// `seg`'s tags are valid and used by nobody else (not yet live).
+unsafe fn alloc_counters(seg: &Segment) -> Result<(), ()> {
+    let mut i = 0;
+    while i < seg.len {
+        let n = COUNTER_CHUNK.min(seg.len - i);
+        // SAFETY: may sleep; module loading may. The area is zeroed.
+        let chunk = unsafe {
+            bindings::pcpu_alloc_noprof(
+                n * size_of::<bindings::alloc_tag_counters>(),
+                size_of::<u64>(),
+                false,
+                GFP_KERNEL.as_raw(),
+            )
         }
-    };
-    let start = find(c_str!("__start_alloc_tags"));
-    let stop = find(c_str!("__stop_alloc_tags"));
-    if start == 0 || stop <= start {
-        return None;
+        .cast::<bindings::alloc_tag_counters>();
+        if chunk.is_null() {
+            // SAFETY: the first `i` tags got counters above.
+            unsafe { free_counters(seg, i) };
+            return Err(());
+        }
+        for j in 0..n {
+            // SAFETY: tag `i + j` is valid and unused (caller); a per-CPU
+            // pointer to element `j` of the chunk is the chunk's plus `j`.
+            unsafe { (*seg.start.add(i + j)).counters = chunk.wrapping_add(j) };
+        }
+        i += n;
     }
-    Some(Segment {
-        module,
-        start: start as *mut bindings::alloc_tag,
-        len: (stop - start) / size_of::<bindings::alloc_tag>(),
-        page_ids: None,
-    })
+    Ok(())
 }
 
-/// Registers a newly loaded module's tags.
+/// Frees the counters of the first `upto` tags of `seg`.
 ///
 /// # Safety
 ///
-/// `module` is NULL or a module that has finished loading and is not yet
-/// being unloaded.
-#[no_mangle]
-pub unsafe extern "C" fn codetag_load_module(module: *mut bindings::module) {
-    if module.is_null() {
-        return;
+/// Those tags got their counters from [`alloc_counters`], and nothing uses
+/// them any more.
+unsafe fn free_counters(seg: &Segment, upto: usize) {
+    for i in (0..upto).step_by(COUNTER_CHUNK) {
+        // SAFETY: tag `i` is the first of a chunk (caller).
+        unsafe {
+            let tag = seg.start.add(i);
+            bindings::free_percpu((*tag).counters.cast());
+            (*tag).counters = core::ptr::null_mut();
+        }
     }
-    // SAFETY: live module (caller).
-    let Some(mut seg) = (unsafe { module_segment(module) }) else {
+}
+
+/// Frees everything a module segment holds: counters, page-tag indexes,
+/// copied strings and the tag area.
+///
+/// # Safety
+///
+/// `seg` is out of the registry, and nothing uses its tags: none was ever
+/// live, or it was drained and a tasks-RCU grace period passed since.
+unsafe fn release(seg: Segment) {
+    if seg.state != State::Placed {
+        // SAFETY: live and detached segments got all their counters.
+        unsafe { free_counters(&seg, seg.len) };
+        if let Some(base) = seg.page_ids {
+            super::compressed::release_module_ids(base, seg.len);
+        }
+    }
+    let (buf, cap) = seg.strings;
+    if !buf.is_null() {
+        // SAFETY: the parts of a `KVVec<u8>` taken apart in `copy_strings`.
+        drop(unsafe { KVVec::<u8>::from_raw_parts(buf, 0, cap) });
+    }
+    // SAFETY: the tag area came from `execmem_alloc()`.
+    unsafe { bindings::execmem_free(seg.start.cast()) };
+}
+
+/// Waits until every CPU that might still be between the two counter
+/// updates of a free (even if preempted there) is past them.
+fn wait_for_frees_in_flight() {
+    // SAFETY: may sleep; callers may.
+    unsafe { bindings::alloc_tag_synchronize_rcu_tasks() };
+}
+
+/// The module's name.
+///
+/// # Safety
+///
+/// `module` is a live module.
+unsafe fn module_name<'a>(module: *mut bindings::module) -> &'a CStr {
+    // SAFETY: `name` is a NUL-terminated array of a live module (caller).
+    unsafe { CStr::from_char_ptr((*module).name.as_ptr()) }
+}
+
+/// Points the strings of `seg`'s tags at copies owned by the segment, so
+/// that they outlive the module. Without memory for them, at placeholders.
+///
+/// # Safety
+///
+/// The registry is held for writing and `seg`'s module is still in memory.
+unsafe fn copy_strings(seg: &mut Segment) {
+    let fields = |i: usize| {
+        let ct = seg.tag(i).codetag();
+        // SAFETY: `ct` is a valid tag of the segment.
+        unsafe {
+            [
+                core::ptr::addr_of_mut!((*ct).modname),
+                core::ptr::addr_of_mut!((*ct).function),
+                core::ptr::addr_of_mut!((*ct).filename),
+            ]
+        }
+    };
+    // Consecutive tags mostly share module and file: copy a string again
+    // only when it is not the same one as the previous tag's.
+    let mut total = 0;
+    let mut last = [core::ptr::null(); 3];
+    for i in 0..seg.len {
+        for (k, f) in fields(i).into_iter().enumerate() {
+            // SAFETY: `f` is a field of a valid tag.
+            let p = unsafe { *f };
+            if !p.is_null() && p != last[k] {
+                // SAFETY: a tag's strings are NUL-terminated strings of the
+                // module, which is still in memory (caller).
+                total += unsafe { CStr::from_char_ptr(p) }.len() + 1;
+                last[k] = p;
+            }
+        }
+    }
+    let Ok(buf) = KVVec::<u8>::with_capacity(total, GFP_KERNEL) else {
+        pr_warn!(
+            "alloc_tag: no memory to keep the names of {} tags of an unloaded module\n",
+            seg.len
+        );
+        for i in 0..seg.len {
+            let [m, f, file] = fields(i);
+            // SAFETY: fields of valid tags, written under the write lock
+            // (caller), which every reader of the strings holds for reading.
+            unsafe {
+                *m = c_str!("(unloaded)").as_char_ptr();
+                *f = c_str!("?").as_char_ptr();
+                *file = c_str!("?").as_char_ptr();
+            }
+        }
         return;
     };
+    let (base, _, cap) = buf.into_raw_parts();
+    let mut off = 0;
+    let mut last = [core::ptr::null(); 3];
+    let mut copy = [core::ptr::null(); 3];
+    for i in 0..seg.len {
+        for (k, f) in fields(i).into_iter().enumerate() {
+            // SAFETY: `f` is a field of a valid tag.
+            let p = unsafe { *f };
+            if p.is_null() {
+                continue;
+            }
+            if p != last[k] {
+                // SAFETY: as in the first pass; the same strings are met in
+                // the same order, so they fit in the `total` bytes.
+                let bytes = unsafe { CStr::from_char_ptr(p) }.as_bytes_with_nul();
+                // SAFETY: `off + bytes.len() <= total <= cap` (first pass).
+                unsafe {
+                    core::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(off), bytes.len())
+                };
+                last[k] = p;
+                // SAFETY: within the buffer.
+                copy[k] = unsafe { base.add(off) }.cast_const().cast();
+                off += bytes.len();
+            }
+            // SAFETY: as for the placeholders above.
+            unsafe { *f = copy[k] };
+        }
+    }
+    seg.strings = (base, cap);
+}
+
+/// Detaches the module segment at `idx` from its module, which is going
+/// away. A drained segment leaves the registry and is returned for the
+/// caller to [`release`] after [`wait_for_frees_in_flight`], with the lock
+/// dropped; otherwise it stays, reported, with copied strings.
+fn detach(w: &mut WriteGuard, idx: usize) -> Option<Segment> {
+    let mut seg = w.modules()[idx];
+    CONTENT_ID.fetch_add(1, Ordering::Release);
+    if seg.drained() {
+        w.remove(idx);
+        return Some(seg);
+    }
+    for i in 0..seg.len {
+        let tag = seg.tag(i);
+        let c = tag.read();
+        if c.bytes == 0 && c.calls == 0 {
+            continue;
+        }
+        pr_warn!(
+            "alloc_tag: {}:{} [{}] func:{} has {} bytes in {} allocations alive at module unload\n",
+            tag.file(),
+            tag.line(),
+            tag.module_name().unwrap_or(c_str!("?")),
+            tag.function(),
+            c.bytes,
+            c.calls
+        );
+    }
+    // SAFETY: the lock is held for writing and the module is still in
+    // memory (callers run before the loader frees it).
+    unsafe { copy_strings(&mut seg) };
+    seg.module = core::ptr::null_mut();
+    seg.state = State::Detached;
+    w.modules()[idx] = seg;
+    DETACHED.fetch_add(1, Ordering::Relaxed);
+    None
+}
+
+/// Frees the tag areas of detached modules whose allocations are all gone.
+/// Called at module load and unload and when `/proc/allocinfo` is opened;
+/// may sleep. Costs one atomic read when no module is detached.
+pub fn reclaim() {
+    const BATCH: usize = 8;
+    while DETACHED.load(Ordering::Relaxed) != 0 {
+        let mut batch = [None; BATCH];
+        let mut n = 0;
+        {
+            let Some(mut w) = WriteGuard::new() else {
+                return;
+            };
+            let mut idx = 0;
+            while idx < w.modules().len() && n < BATCH {
+                let seg = w.modules()[idx];
+                if seg.state == State::Detached && seg.drained() {
+                    w.remove(idx);
+                    CONTENT_ID.fetch_add(1, Ordering::Release);
+                    batch[n] = Some(seg);
+                    n += 1;
+                } else {
+                    idx += 1;
+                }
+            }
+        }
+        if n == 0 {
+            return;
+        }
+        wait_for_frees_in_flight();
+        for seg in batch.into_iter().flatten() {
+            pr_info!(
+                "alloc_tag: freed the tag area of unloaded module {} ({} tags)\n",
+                seg.tag(0).module_name().unwrap_or(c_str!("?")),
+                seg.len
+            );
+            DETACHED.fetch_sub(1, Ordering::Relaxed);
+            // SAFETY: out of the registry, drained, and a grace period has
+            // passed since.
+            unsafe { release(seg) };
+        }
+        if n < BATCH {
+            return;
+        }
+    }
+}
+
+/// The tag area for a module's `alloc_tags` section of `size` bytes: the
+/// loader copies the section there and relocates the module against it.
+/// NULL, failing the load with -ENOMEM, if there is no memory.
+///
+/// # Safety
+///
+/// `module` is a module being loaded.
+#[no_mangle]
+pub unsafe extern "C" fn codetag_alloc_module_section(
+    module: *mut bindings::module,
+    size: c_ulong,
+    align: c_ulong,
+) -> *mut c_void {
+    let size = size as usize;
+    // SAFETY: a module being loaded (caller).
+    let name = unsafe { module_name(module) };
+    if size % size_of::<bindings::alloc_tag>() != 0 || align as usize > crate::page::PAGE_SIZE {
+        pr_err!(
+            "alloc_tag: module {}: bad alloc_tags section ({} bytes, alignment {})\n",
+            name,
+            size,
+            align
+        );
+        return core::ptr::null_mut();
+    }
+    let Some(mut w) = WriteGuard::new() else {
+        pr_err!("alloc_tag: module {} loaded before the profiler is set up\n", name);
+        return core::ptr::null_mut();
+    };
+    if w.modules().iter().any(|s| s.module == module) {
+        pr_err!("alloc_tag: module {} has more than one alloc_tags section\n", name);
+        return core::ptr::null_mut();
+    }
+    // SAFETY: may sleep, as module loading may. Page aligned.
+    let area = unsafe { bindings::execmem_alloc(bindings::execmem_type_EXECMEM_MODULE_DATA, size) };
+    if area.is_null() {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: `area` has `size` bytes.
+    unsafe { core::ptr::write_bytes(area.cast::<u8>(), 0, size) };
+    let seg = Segment {
+        module,
+        start: area.cast(),
+        len: size / size_of::<bindings::alloc_tag>(),
+        page_ids: None,
+        state: State::Placed,
+        strings: (core::ptr::null_mut(), 0),
+    };
+    if w.modules().push(seg, GFP_KERNEL).is_err() {
+        // SAFETY: just allocated, not handed out.
+        unsafe { bindings::execmem_free(area) };
+        return core::ptr::null_mut();
+    }
+    area
+}
+
+/// Gives a relocated module's tags their counters and reports them; runs
+/// before any code of the module. -ENOMEM fails the load, and the failed
+/// load's [`codetag_free_module_sections`] frees the tag area.
+///
+/// # Safety
+///
+/// `module` is NULL or a module being loaded whose code has not run.
+#[no_mangle]
+pub unsafe extern "C" fn codetag_load_module(module: *mut bindings::module) -> c_int {
+    if module.is_null() {
+        return 0;
+    }
+    reclaim();
+    let Some(mut w) = WriteGuard::new() else {
+        return 0;
+    };
+    let Some(idx) = w
+        .modules()
+        .iter()
+        .position(|s| s.module == module && s.state == State::Placed)
+    else {
+        return 0;
+    };
+    let mut seg = w.modules()[idx];
+    // SAFETY: placed tags are seen by nobody but this hook.
+    if unsafe { alloc_counters(&seg) }.is_err() {
+        pr_err!(
+            "alloc_tag: module {}: no memory for the counters of its {} tags\n",
+            // SAFETY: a module being loaded (caller).
+            unsafe { module_name(module) },
+            seg.len
+        );
+        return crate::error::code::ENOMEM.to_errno();
+    }
+    // SAFETY: the module's tags, not yet used (its code has not run); the
+    // registry is held for writing.
+    seg.page_ids = unsafe { super::compressed::assign_module_ids(seg.start, seg.len) };
+    seg.state = State::Live;
+    w.modules()[idx] = seg;
+    CONTENT_ID.fetch_add(1, Ordering::Release);
+    0
+}
+
+/// Detaches what `module` has in the registry: the tags of a module being
+/// unloaded, or whatever a failed load left.
+fn drop_module(module: *mut bindings::module) {
     let Some(mut w) = WriteGuard::new() else {
         return;
     };
-    // SAFETY: the module's tags, not yet used (the module's init has not
-    // run); the registry is held for writing.
-    seg.page_ids = unsafe { super::compressed::assign_module_ids(seg.start, seg.len) };
-    CONTENT_ID.fetch_add(1, Ordering::Release);
-    if w.modules().push(seg, GFP_KERNEL).is_err() {
-        if let Some(base) = seg.page_ids {
-            super::compressed::release_module_ids(base, seg.len);
-            for i in 0..seg.len {
-                seg.tag(i).set_stored_index(0);
-            }
-        }
-        pr_warn!(
-            "alloc_tag: no memory to register the {} tags of a module; they are not reported\n",
-            seg.len
-        );
+    let Some(idx) = w.modules().iter().position(|s| s.module == module) else {
+        return;
+    };
+    let seg = w.modules()[idx];
+    if seg.state == State::Placed {
+        w.remove(idx);
+        drop(w);
+        // SAFETY: out of the registry; placed tags were never used.
+        unsafe { release(seg) };
+        return;
+    }
+    let gone = detach(&mut w, idx);
+    drop(w);
+    if let Some(seg) = gone {
+        wait_for_frees_in_flight();
+        // SAFETY: out of the registry, drained, a grace period later.
+        unsafe { release(seg) };
     }
 }
 
-/// Drops an unloading module's tags. Reports every tag that still has
-/// allocations charged and returns false then, so that the module loader
-/// keeps the module's data (where the tags live) for the references to them.
+/// Drops what a module whose load failed left: its tag area, and its tags
+/// with their counters (kept, detached, if its code ran and left
+/// allocations behind).
+///
+/// # Safety
+///
+/// `module` is a module whose load failed, still in memory.
+#[no_mangle]
+pub unsafe extern "C" fn codetag_free_module_sections(module: *mut bindings::module) {
+    if !module.is_null() {
+        drop_module(module);
+    }
+}
+
+/// Detaches an unloading module's tags. Reports every tag that still has
+/// allocations charged; those tags stay in `/proc/allocinfo` until the
+/// allocations are freed. The module's own memory holds nothing of the
+/// profiler's, so this always returns true: the loader frees it all.
 ///
 /// # Safety
 ///
@@ -327,51 +707,7 @@ pub unsafe extern "C" fn codetag_unload_module(module: *mut bindings::module) ->
     // Let the module's pending kfree_rcu() frees land first.
     // SAFETY: no preconditions; may sleep, as module unload may.
     unsafe { bindings::alloc_tag_kvfree_rcu_barrier() };
-
-    let Some(mut w) = WriteGuard::new() else {
-        return true;
-    };
-    let Some(idx) = w.modules().iter().position(|s| s.module == module) else {
-        return true;
-    };
-    let seg = w.modules()[idx];
-    let orphan = ORPHAN_COUNTERS.load(Ordering::Relaxed);
-    let mut clean = true;
-    for i in 0..seg.len {
-        let tag = seg.tag(i);
-        let c = tag.read();
-        if c.bytes == 0 && c.calls == 0 {
-            continue;
-        }
-        clean = false;
-        pr_warn!(
-            "alloc_tag: {}:{} [{}] func:{} has {} bytes in {} allocations alive at module unload\n",
-            tag.file(),
-            tag.line(),
-            tag.module_name().unwrap_or(c_str!("?")),
-            tag.function(),
-            c.bytes,
-            c.calls
-        );
-        if !orphan.is_null() {
-            // SAFETY: the orphan counters are never freed. The module's own
-            // per-CPU counters are freed with the module; pointing the tag
-            // away from them keeps the later frees of these allocations off
-            // freed memory.
-            unsafe { tag.redirect_counters(orphan) };
-        }
-    }
-    if clean {
-        if let Some(base) = seg.page_ids {
-            super::compressed::release_module_ids(base, seg.len);
-        }
-    }
-    CONTENT_ID.fetch_add(1, Ordering::Release);
-    let mods = w.modules();
-    let len = mods.len();
-    mods.as_mut_slice().copy_within(idx + 1.., idx);
-    // SAFETY: `idx < len`; the slots from `idx` on were shifted down by one,
-    // so the first `len - 1` are initialised, and `Segment` is `Copy`.
-    unsafe { mods.set_len(len - 1) };
-    clean
+    drop_module(module);
+    reclaim();
+    true
 }

@@ -224,6 +224,8 @@ unsafe extern "C" fn allocinfo_open(
     _inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
+    // Free what unloaded modules left once it is drained, outside any hold.
+    registry::reclaim();
     // SAFETY: `file` is being opened (caller); the ops are static.
     let state = unsafe {
         bindings::__seq_open_private(file, ALLOCINFO_OPS.0.get(), ioctl::STATE_SIZE as c_int)

@@ -3,12 +3,19 @@
  * Unloading a module whose allocations are still alive: the unload goes
  * through without an Oops, the kernel log names every live site of the
  * module, and /proc/allocinfo stays readable and well-formed.
+ *
+ * On the Rust core the module's memory is freed whole at unload: its tags
+ * live in a tag area of their own, which stays (with the module's rows)
+ * until the last allocation is freed and then goes too.
  */
 #include "alloc_tag_util.h"
 
 #include "../kselftest_harness.h"
 
 #define LEAK_MOD "alloc_tag_test_leak"
+#define HOLD_MOD "alloc_tag_test_hold"
+#define TEST_MOD "alloc_tag_test"
+#define HOLD_CYCLES 8
 
 struct live_rows {
 	struct ai_row rows[8];
@@ -77,6 +84,118 @@ TEST(live_allocations_reported)
 	ASSERT_NE(NULL, text);
 	EXPECT_EQ(0, ai_walk_rows(text, no_negative, NULL, NULL));
 	free(text);
+}
+
+/* What the rows of one module, and of the module loader's memory, add up to. */
+struct sums {
+	const char *module;
+	int rows;		/* rows of @module */
+	int live_rows;		/* of those, rows with live allocations */
+	long long bytes;	/* of @module's rows */
+	unsigned long long calls;
+	int bad;		/* live rows not as HOLD_MOD allocates */
+	long long execmem_bytes;	/* rows of mm/execmem.c: module memory */
+	unsigned long long execmem_calls;
+};
+
+static int sum_rows(const struct ai_row *r, void *arg)
+{
+	struct sums *s = arg;
+
+	if (!strcmp(r->file, "mm/execmem.c")) {
+		s->execmem_bytes += r->bytes;
+		s->execmem_calls += r->calls;
+	}
+	if (strcmp(r->module, s->module))
+		return 0;
+	s->rows++;
+	s->bytes += r->bytes;
+	s->calls += r->calls;
+	if (!r->calls)
+		return 0;
+	s->live_rows++;
+	/* 3 x kmalloc(512) at one site, one order-1 block at another. */
+	if (!(r->calls == 3 && r->bytes == 3 * 512) &&
+	    !(r->calls == 1 && r->bytes == 2 * 4096))
+		s->bad++;
+	return 0;
+}
+
+static int read_sums(struct sums *s, const char *module)
+{
+	char *text = ai_slurp(AI_PATH, 1 << 16, NULL);
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->module = module;
+	if (!text)
+		return -1;
+	ret = ai_walk_rows(text, sum_rows, s, NULL);
+	free(text);
+	return ret;
+}
+
+TEST(tag_area_outlives_module_then_goes)
+{
+	struct sums before, s;
+	int i, ret;
+
+	if (access(AI_PATH, F_OK))
+		SKIP(return, AI_PATH " missing");
+	if (ai_is_upstream())
+		SKIP(return, "6.12's C core keeps the module's data instead");
+	if (ai_sysctl_read() != 1)
+		SKIP(return, "profiling is off");
+	ret = ai_load_module(TEST_MOD);
+	if (ret == -ENOENT)
+		SKIP(return, TEST_MOD ".ko not found");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, att_ctl("release"));
+	ASSERT_EQ(0, read_sums(&before, HOLD_MOD));
+	ASSERT_EQ(0, before.rows);
+
+	for (i = 1; i <= HOLD_CYCLES; i++) {
+		ret = ai_load_module(HOLD_MOD);
+		if (ret == -ENOENT)
+			SKIP(return, HOLD_MOD ".ko not found");
+		ASSERT_EQ(0, ret);
+		ASSERT_EQ(0, ai_unload_module(HOLD_MOD));
+		ASSERT_NE(0, access("/sys/module/" HOLD_MOD, F_OK));
+
+		/* Every unloaded copy keeps its two live rows, exact. */
+		ASSERT_EQ(0, read_sums(&s, HOLD_MOD));
+		EXPECT_EQ(2 * i, s.live_rows);
+		EXPECT_EQ(0, s.bad);
+		EXPECT_EQ((long long)i * (3 * 512 + 2 * 4096), s.bytes);
+		EXPECT_EQ(i * 4ULL, s.calls);
+	}
+	/*
+	 * The module's memory went back at each unload: all that stayed of
+	 * the module loader's memory is one tag area per copy (the module's
+	 * two tags are 80 bytes): one vmalloc'd page and the 8-byte array
+	 * that vmalloc keeps of its pages, two calls.  A kept module would
+	 * leave its text, data and read-only data: three pages or more each.
+	 */
+	EXPECT_EQ(before.execmem_bytes + HOLD_CYCLES * (4096LL + 8), s.execmem_bytes);
+	EXPECT_EQ(before.execmem_calls + HOLD_CYCLES * 2, s.execmem_calls);
+	EXPECT_TRUE(ai_kmsg_has("alive at module unload", HOLD_MOD, NULL));
+
+	/* Freed: the rows go at the next open, and so do the tag areas. */
+	ASSERT_EQ(0, att_ctl("release"));
+	ASSERT_EQ(0, read_sums(&s, HOLD_MOD));
+	EXPECT_EQ(0, s.rows);
+	EXPECT_EQ(before.execmem_bytes, s.execmem_bytes);
+	EXPECT_EQ(before.execmem_calls, s.execmem_calls);
+	EXPECT_TRUE(ai_kmsg_has("freed the tag area of unloaded module", HOLD_MOD, NULL));
+
+	/* A module with nothing left at unload takes its tag area along. */
+	ASSERT_EQ(0, ai_load_module(HOLD_MOD));
+	ASSERT_EQ(0, att_ctl("release"));
+	ASSERT_EQ(0, ai_unload_module(HOLD_MOD));
+	ASSERT_EQ(0, read_sums(&s, HOLD_MOD));
+	EXPECT_EQ(0, s.rows);
+	EXPECT_EQ(before.execmem_bytes, s.execmem_bytes);
+	EXPECT_EQ(before.execmem_calls, s.execmem_calls);
 }
 
 TEST_HARNESS_MAIN

@@ -18,8 +18,11 @@
  *   free KIND          free everything held of KIND (order2 frees the pieces)
  *   stress SITE ITERS  on every online CPU at once, ITERS kmalloc/kfree and
  *                      page alloc/free pairs at site stress_SITE (on, toggle)
+ *   release            free what other modules handed over (att_adopt())
  *
  * Objects are held until freed; what is still held at unload is freed then.
+ * att_adopt() takes objects that another module allocated (at its own sites)
+ * and keeps them after that module is gone, until "release".
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -83,6 +86,48 @@ static struct att_site att_sites[ATT_NR_KINDS];
 static struct att_held att_held[ATT_NR_KINDS][ATT_MAX_HELD];
 static unsigned int att_nr_held[ATT_NR_KINDS];
 static DEFINE_MUTEX(att_lock);
+
+/* Objects other modules allocated: a slab object (order < 0) or pages. */
+struct att_adopted {
+	void *ptr;
+	int order;
+};
+static struct att_adopted att_adopted[ATT_MAX_HELD];
+static unsigned int att_nr_adopted;
+
+int att_adopt(void *ptr, int order);
+
+/*
+ * Keeps @ptr, a kmalloc() object if @order < 0 and else the page_address()
+ * of an alloc_pages(@order) block, until "release" or this module's unload.
+ */
+int att_adopt(void *ptr, int order)
+{
+	int ret = -ENOSPC;
+
+	mutex_lock(&att_lock);
+	if (att_nr_adopted < ATT_MAX_HELD) {
+		att_adopted[att_nr_adopted].ptr = ptr;
+		att_adopted[att_nr_adopted].order = order;
+		att_nr_adopted++;
+		ret = 0;
+	}
+	mutex_unlock(&att_lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(att_adopt);
+
+static void att_release(void)
+{
+	while (att_nr_adopted) {
+		struct att_adopted *a = &att_adopted[--att_nr_adopted];
+
+		if (a->order < 0)
+			kfree(a->ptr);
+		else
+			free_pages((unsigned long)a->ptr, a->order);
+	}
+}
 static struct kmem_cache *att_cache;
 static struct dentry *att_dir;
 static bool att_probing;
@@ -375,6 +420,10 @@ static int att_command(char *buf)
 		att_free_kind(kind);
 		return 0;
 	}
+	if (!strcmp(argv[0], "release") && argc == 1) {
+		att_release();
+		return 0;
+	}
 	if (!strcmp(argv[0], "split") && argc == 1) {
 		att_split();
 		return 0;
@@ -470,6 +519,7 @@ static void __exit att_exit(void)
 	debugfs_remove_recursive(att_dir);
 	for (k = 0; k < ATT_NR_KINDS; k++)
 		att_free_kind(k);
+	att_release();
 	kmem_cache_destroy(att_cache);
 }
 

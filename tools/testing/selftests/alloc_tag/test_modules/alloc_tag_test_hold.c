@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A module that allocates at load and hands its objects to alloc_tag_test
+ * (att_adopt()), which frees them on "release", after this module is gone.
+ * The selftests watch its rows outlive it, then its tag area go.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/gfp.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+
+#define ATH_NR_OBJS	3
+#define ATH_OBJ_SIZE	512
+
+int att_adopt(void *ptr, int order);
+
+static int __init ath_init(void)
+{
+	void *page;
+	int i, ret;
+
+	for (i = 0; i < ATH_NR_OBJS; i++) {
+		void *p = kmalloc(ATH_OBJ_SIZE, GFP_KERNEL);
+
+		if (!p)
+			return -ENOMEM;
+		ret = att_adopt(p, -1);
+		if (ret) {
+			kfree(p);
+			return ret;
+		}
+	}
+	page = (void *)__get_free_pages(GFP_KERNEL, 1);
+	if (!page)
+		return -ENOMEM;
+	ret = att_adopt(page, 1);
+	if (ret)
+		free_pages((unsigned long)page, 1);
+	return ret;
+}
+
+static void __exit ath_exit(void)
+{
+	/* alloc_tag_test holds and frees what this module allocated. */
+}
+
+module_init(ath_init);
+module_exit(ath_exit);
+MODULE_DESCRIPTION("Hands its allocations to alloc_tag_test to outlive it (selftest)");
+MODULE_LICENSE("GPL");
