@@ -89,7 +89,8 @@ pub fn parse_boot_value(value: &[u8]) -> Result<BootValue, BootError> {
 }
 
 /// Parses `alloc_tag_page_bits=`: the most page-flag bits compressed page
-/// tags may use, a decimal number from 0 to 64 (no sign, no whitespace).
+/// tags may use, a decimal number from 0 to 64 (digits only, leading zeros
+/// allowed: no sign, no whitespace).
 ///
 /// # Examples
 ///
@@ -98,6 +99,7 @@ pub fn parse_boot_value(value: &[u8]) -> Result<BootValue, BootError> {
 ///
 /// assert_eq!(parse_page_bits(b"8"), Some(8));
 /// assert_eq!(parse_page_bits(b"064"), Some(64));
+/// assert_eq!(parse_page_bits(b"000000064"), Some(64));
 /// assert_eq!(parse_page_bits(b"65"), None);
 /// assert_eq!(parse_page_bits(b"99999999999999999999"), None);
 /// assert_eq!(parse_page_bits(b"-1"), None);
@@ -105,7 +107,7 @@ pub fn parse_boot_value(value: &[u8]) -> Result<BootValue, BootError> {
 /// assert_eq!(parse_page_bits(b"8 "), None);
 /// ```
 pub fn parse_page_bits(value: &[u8]) -> Option<u32> {
-    if value.is_empty() || value.len() > 8 {
+    if value.is_empty() {
         return None;
     }
     let mut n: u32 = 0;
@@ -113,7 +115,9 @@ pub fn parse_page_bits(value: &[u8]) -> Option<u32> {
         if !b.is_ascii_digit() {
             return None;
         }
-        n = n * 10 + u32::from(b - b'0');
+        // Past 64 the value is refused anyway: stopping at 65 keeps any
+        // length of input from overflowing, leading zeros included.
+        n = (n * 10 + u32::from(b - b'0')).min(65);
     }
     (n <= 64).then_some(n)
 }
