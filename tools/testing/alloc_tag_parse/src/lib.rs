@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The profiler's input parsers, `rust/kernel/alloc_tag/parse.rs`, built
+//! unchanged on the host.
+//!
+//! The file is compiled from its place in the kernel tree, not copied, and
+//! sits at `kernel::alloc_tag::parse` as in the kernel crate, so that its
+//! doctests run here too. The tests are in `tests/`.
+
+pub mod alloc_tag;
