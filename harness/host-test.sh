@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make host-test, and the first step of make test: the tests that need no
+# kernel.  The serial-log judge (test_ktap.py), the build-time check on
+# synthetic symbol tables (test_alloc_tag_check.sh), the allocinfo tool and
+# the parsers' host crate (their host-test.sh).  Prints each one's result
+# line and failures, ALLOCINFO_BIN=<the static allocinfo for the test VM>,
+# and last "host tests: N passed, N failed, N skipped"; exits non-zero on
+# any failure.
+set -uo pipefail
+H=$(cd "$(dirname "$0")" && pwd)
+REPO=${REPO:-$(dirname "$H")}
+export CACHE_DIR=${CACHE_DIR:-$HOME/.cache/allocprof}
+
+pass=0 fail=0 skip=0
+
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+# Add the counts of a "... P passed, F failed[, S skipped]" line.
+count() {
+	local line p f s
+	line=$(grep -E '[0-9]+ passed, [0-9]+ failed' <<< "$1" | tail -n 1)
+	if [ -z "$line" ]; then
+		bad "$2: no result line"
+		return
+	fi
+	p=$(sed -E 's/.*\b([0-9]+) passed.*/\1/' <<< "$line")
+	f=$(sed -E 's/.*\b([0-9]+) failed.*/\1/' <<< "$line")
+	s=$(sed -nE 's/.*\b([0-9]+) skipped.*/\1/p' <<< "$line")
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + ${s:-0}))
+}
+
+# A tool's host-test.sh: its failures and result line, the ALLOCINFO_BIN=
+# line if it prints one, and a failure if it exits non-zero without counting
+# one.
+tool() {
+	local script=$REPO/$1 name=$2 filter=$3 out rc before=$fail
+	[ -x "$script" ] || return 0
+	out=$("$script" 2>&1)
+	rc=$?
+	echo "$out" | grep -E "$filter" | tail -n 20
+	echo "$out" | grep -E '^ALLOCINFO_BIN=' | tail -n 1
+	count "$out" "host: $name"
+	[ $rc -ne 0 ] && [ "$fail" -eq "$before" ] && bad "host: $name exit $rc"
+}
+
+out=$(python3 "$H/test_ktap.py" 2>&1)
+echo "$out" | grep -E '^FAIL' | head -n 20
+echo "$out" | tail -n 1
+count "$out" "host: ktap parser"
+
+out=$(bash "$H/test_alloc_tag_check.sh" 2>&1)
+echo "$out" | grep -E '^FAIL' | head -n 20
+echo "$out" | tail -n 1
+count "$out" "host: alloc_tag_check"
+
+tool tools/allocinfo/host-test.sh "allocinfo tool" '^(FAIL|not ok)|passed, [0-9]+ failed'
+tool tools/testing/alloc_tag_parse/host-test.sh "alloc_tag parsers" \
+	'^(FAIL|not ok|inputs:)|passed, [0-9]+ failed'
+
+echo "host tests: $pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
