@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Allocations that fail on purpose (failslab, fail_page_alloc through this
+ * thread's fail-nth) leave every count exact:
+ *
+ * - an object whose slab extension vector cannot be allocated is handed
+ *   out but not counted, and its site's row says accurate:no;
+ * - page, slab and vmalloc allocations that fail part way give back exactly
+ *   what they charged;
+ * - a module load that fails at any allocation leaves no row and no tag
+ *   area behind.
+ *
+ * Needs CONFIG_FAULT_INJECTION_DEBUG_FS, CONFIG_FAILSLAB and
+ * CONFIG_FAIL_PAGE_ALLOC; skipped without them and on upstream 6.12 (no
+ * accuracy flag there).
+ */
+#include "alloc_tag_util.h"
+
+#include "../kselftest_harness.h"
+
+#define FI_DIR		"/sys/kernel/debug"
+#define FAIL_NTH	"/proc/thread-self/fail-nth"
+#define TEST_MOD	"alloc_tag_test"
+#define HOLD_MOD	"alloc_tag_test_hold"
+
+static int write_str(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+static int fi_set(const char *attr, const char *file, const char *val)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), FI_DIR "/%s/%s", attr, file);
+	return write_str(path, val);
+}
+
+/*
+ * Count GFP_KERNEL allocations of every order as fault sites, quietly; the
+ * probability stays 0, so only this thread's fail-nth makes anything fail.
+ */
+static int fi_arm(void)
+{
+	if (fi_set("failslab", "ignore-gfp-wait", "N") ||
+	    fi_set("failslab", "verbose", "0") ||
+	    fi_set("fail_page_alloc", "ignore-gfp-wait", "N") ||
+	    fi_set("fail_page_alloc", "min-order", "0") ||
+	    fi_set("fail_page_alloc", "verbose", "0"))
+		return -1;
+	return 0;
+}
+
+static void fi_restore(void)
+{
+	fi_set("failslab", "ignore-gfp-wait", "Y");
+	fi_set("fail_page_alloc", "ignore-gfp-wait", "Y");
+	fi_set("fail_page_alloc", "min-order", "1");
+}
+
+static bool fi_available(void)
+{
+	return !access(FI_DIR "/failslab/ignore-gfp-wait", W_OK) &&
+	       !access(FI_DIR "/fail_page_alloc/min-order", W_OK) &&
+	       !access(FAIL_NTH, W_OK);
+}
+
+/* Make the @nth fault site this thread reaches fail (0: none). */
+static int fail_nth(unsigned int nth)
+{
+	char val[16];
+
+	snprintf(val, sizeof(val), "%u", nth);
+	return write_str(FAIL_NTH, val);
+}
+
+/* Fault sites left before the armed one: 0 once it has fired. */
+static int fail_nth_left(void)
+{
+	char buf[16] = "";
+	int fd = open(FAIL_NTH, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? atoi(buf) : -1;
+}
+
+/* One ctl command, with the @nth fault site of its write failing. */
+static int ctl_failing(int ctl, const char *cmd, unsigned int nth, bool *fired)
+{
+	int ret = 0;
+
+	if (fail_nth(nth))
+		return -EIO;
+	if (write(ctl, cmd, strlen(cmd)) < 0)
+		ret = -errno;
+	*fired = fail_nth_left() == 0;
+	fail_nth(0);
+	return ret;
+}
+
+static int get_site(const char *kind, struct ai_row *row)
+{
+	struct att_site s;
+
+	if (att_site(kind, &s))
+		return -1;
+	return ai_get(s.file, s.line, row);
+}
+
+static int no_negative(const struct ai_row *r, void *arg)
+{
+	return r->bytes < 0 || r->calls > (1ULL << 62);
+}
+
+FIXTURE(fi)
+{
+	int ctl;
+};
+
+FIXTURE_SETUP(fi)
+{
+	int ret;
+
+	self->ctl = -1;
+	if (access(AI_PATH, F_OK))
+		SKIP(return, AI_PATH " missing");
+	if (ai_is_upstream())
+		SKIP(return, "6.12's C core has no accuracy flag");
+	if (ai_sysctl_read() != 1)
+		SKIP(return, "profiling is off");
+	if (!fi_available())
+		SKIP(return, "no failslab/fail_page_alloc debugfs or fail-nth");
+	ret = ai_load_module(TEST_MOD);
+	if (ret == -ENOENT)
+		SKIP(return, TEST_MOD ".ko not found");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, fi_arm());
+	self->ctl = open(ATT_DIR "/ctl", O_WRONLY);
+	ASSERT_LE(0, self->ctl);
+}
+
+FIXTURE_TEARDOWN(fi)
+{
+	fail_nth(0);
+	fi_restore();
+	if (self->ctl >= 0)
+		close(self->ctl);
+}
+
+/*
+ * A fresh cache's first object needs a new extension vector: with page
+ * allocations that may sleep not counted as fault sites, the first fault
+ * site of the write is the object itself, the second the vector.
+ */
+TEST_F(fi, slab_vector_failure_marks_inaccurate)
+{
+	struct ai_row before, after;
+	long size = att_info("cache_size");
+	bool fired;
+
+	ASSERT_LT(0, size);
+	ASSERT_EQ(0, fi_set("fail_page_alloc", "ignore-gfp-wait", "Y"));
+	/* A new module instance has a new cache with no slab yet. */
+	ASSERT_EQ(0, att_ctl("release"));
+	close(self->ctl);	/* holds the module */
+	ASSERT_EQ(0, ai_unload_module(TEST_MOD));
+	ASSERT_EQ(0, ai_load_module(TEST_MOD));
+	self->ctl = open(ATT_DIR "/ctl", O_WRONLY);
+	ASSERT_LE(0, self->ctl);
+
+	ASSERT_EQ(0, get_site("cache", &before));
+	ASSERT_EQ(0, before.calls);
+	ASSERT_FALSE(before.inaccurate);
+
+	/* The object comes back, uncounted. */
+	ASSERT_EQ(0, ctl_failing(self->ctl, "cache 1", 2, &fired));
+	ASSERT_TRUE(fired);
+	ASSERT_EQ(0, get_site("cache", &after));
+	EXPECT_EQ(0, after.calls);
+	EXPECT_EQ(0, after.bytes);
+	EXPECT_TRUE(after.inaccurate);
+	EXPECT_TRUE(ai_kmsg_has("no slab extension vector for alloc_tag_test", NULL));
+
+	/* The next object gets the vector and is counted exactly. */
+	ASSERT_EQ(0, att_ctl("cache 1"));
+	ASSERT_EQ(0, get_site("cache", &after));
+	EXPECT_EQ(1, after.calls);
+	EXPECT_EQ(size, after.bytes);
+	EXPECT_TRUE(after.inaccurate);
+
+	/* Freeing both uncharges the counted one only. */
+	ASSERT_EQ(0, att_ctl("free cache"));
+	ASSERT_EQ(0, get_site("cache", &after));
+	EXPECT_EQ(0, after.calls);
+	EXPECT_EQ(0, after.bytes);
+	EXPECT_TRUE(after.inaccurate);
+}
+
+/*
+ * Fail each fault site of one allocation in turn, from the first until the
+ * allocation gets through whole: every failure gives back what it charged.
+ */
+static void fail_each_site(struct __test_metadata *_metadata, int ctl,
+			   const char *kind, const char *cmd)
+{
+	struct ai_row before, prev, row;
+	unsigned int nth, ok = 0, failed = 0;
+	char freecmd[32];
+	bool fired = true;
+
+	snprintf(freecmd, sizeof(freecmd), "free %s", kind);
+	ASSERT_EQ(0, att_ctl(freecmd));
+	ASSERT_EQ(0, get_site(kind, &before));
+	prev = before;
+	for (nth = 1; fired && nth < 200; nth++) {
+		int ret = ctl_failing(ctl, cmd, nth, &fired);
+
+		ASSERT_EQ(0, get_site(kind, &row));
+		if (!ret) {
+			/* Through, maybe with a failure it recovered from. */
+			ok++;
+			EXPECT_LT(prev.calls, row.calls);
+			EXPECT_LT(prev.bytes, row.bytes);
+			prev = row;
+			continue;
+		}
+		failed++;
+		EXPECT_EQ(prev.calls, row.calls) {
+			TH_LOG("%s with fault site %u failing: %s", cmd, nth, strerror(-ret));
+		}
+		EXPECT_EQ(prev.bytes, row.bytes);
+	}
+	EXPECT_FALSE(fired);
+	EXPECT_LT(0, failed);
+	ASSERT_EQ(0, att_ctl(freecmd));
+	ASSERT_EQ(0, get_site(kind, &row));
+	EXPECT_EQ(before.calls, row.calls);
+	EXPECT_EQ(before.bytes, row.bytes);
+	TH_LOG("%s: %u fault sites failed, %u allocations got through", cmd,
+	       failed, ok);
+}
+
+TEST_F(fi, failed_allocations_give_back_exactly)
+{
+	char *text;
+
+	fail_each_site(_metadata, self->ctl, "kmalloc", "kmalloc 100 1");
+	fail_each_site(_metadata, self->ctl, "pages", "pages 2 1");
+	fail_each_site(_metadata, self->ctl, "vmalloc", "vmalloc 20000 1");
+
+	text = ai_slurp(AI_PATH, 1 << 16, NULL);
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(0, ai_walk_rows(text, no_negative, NULL, NULL));
+	free(text);
+}
+
+struct mod_sums {
+	int rows;
+	long long execmem_bytes;
+	unsigned long long execmem_calls;
+};
+
+static int sum_mod(const struct ai_row *r, void *arg)
+{
+	struct mod_sums *s = arg;
+
+	if (!strcmp(r->file, "mm/execmem.c")) {
+		s->execmem_bytes += r->bytes;
+		s->execmem_calls += r->calls;
+	}
+	if (!strcmp(r->module, HOLD_MOD))
+		s->rows++;
+	return 0;
+}
+
+/* The sums once the module loader's memory is still (see module_unload.c). */
+static int read_mod_sums(struct mod_sums *s)
+{
+	struct mod_sums prev = { 0 };
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		char *text = ai_slurp(AI_PATH, 1 << 16, NULL);
+
+		memset(s, 0, sizeof(*s));
+		if (!text || ai_walk_rows(text, sum_mod, s, NULL)) {
+			free(text);
+			return -1;
+		}
+		free(text);
+		if (i && s->execmem_bytes == prev.execmem_bytes &&
+		    s->execmem_calls == prev.execmem_calls)
+			return 0;
+		prev = *s;
+		usleep(100 * 1000);
+	}
+	return -1;
+}
+
+/*
+ * Fail each fault site of a module load in turn (the module's tag area and
+ * the registry's bookkeeping among them): each failed load leaves no row,
+ * no tag area and no module memory once what its init allocated is freed.
+ */
+TEST_F(fi, failed_module_loads_leave_nothing)
+{
+	struct mod_sums before, after;
+	unsigned int nth, failed = 0;
+	int ret = -1;
+	char path[256];
+
+	ASSERT_EQ(0, att_ctl("release"));
+	ASSERT_EQ(0, read_mod_sums(&before));
+	ASSERT_EQ(0, before.rows);
+	snprintf(path, sizeof(path), "%s/%s.ko", AI_MODDIR, HOLD_MOD);
+	for (nth = 1; nth < 400; nth++) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			SKIP(return, HOLD_MOD ".ko not found");
+		ASSERT_EQ(0, fail_nth(nth));
+		ret = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
+		fail_nth(0);
+		close(fd);
+		if (!ret)
+			break;
+		failed++;
+	}
+	ASSERT_EQ(0, ret);
+	EXPECT_LT(10, failed);
+	ASSERT_EQ(0, ai_unload_module(HOLD_MOD));
+	ASSERT_EQ(0, att_ctl("release"));
+	ASSERT_EQ(0, read_mod_sums(&after));
+	EXPECT_EQ(0, after.rows);
+	EXPECT_EQ(before.execmem_bytes, after.execmem_bytes);
+	EXPECT_EQ(before.execmem_calls, after.execmem_calls);
+	TH_LOG("%u module loads failed, one at each fault site, before one got through",
+	       failed);
+}
+
+TEST_HARNESS_MAIN
