@@ -7,7 +7,6 @@
 
 #include <linux/alloc_tag.h>
 #include <linux/bug.h>
-#include <linux/cpumask.h>
 #include <linux/jump_label.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -20,16 +19,6 @@
 #include <linux/pgalloc_tag.h>
 #include <linux/build_bug.h>
 #include <linux/init.h>
-
-void *rust_helper_per_cpu_ptr(void __percpu *ptr, unsigned int cpu)
-{
-	return per_cpu_ptr(ptr, cpu);
-}
-
-unsigned int rust_helper_cpumask_next_possible(int cpu)
-{
-	return cpumask_next(cpu, cpu_possible_mask);
-}
 
 void rust_helper_this_cpu_add_u64(u64 __percpu *ptr, u64 val)
 {

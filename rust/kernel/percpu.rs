@@ -75,10 +75,25 @@ impl<T> PerCpuPtr<T> {
     /// The address of `cpu`'s copy.
     #[inline]
     pub fn cpu_ptr(self, cpu: Cpu) -> *mut T {
-        // SAFETY: `cpu` is a possible CPU (invariant of `Cpu`) and the object
-        // is a per-CPU object (invariant of `Self`), which is all
-        // `per_cpu_ptr()` needs.
-        unsafe { bindings::per_cpu_ptr(self.ptr.cast(), cpu.0) }.cast()
+        #[cfg(CONFIG_SMP)]
+        {
+            // SAFETY: `cpu < nr_cpu_ids <= NR_CPUS` (invariant of `Cpu`), the
+            // length of `__per_cpu_offset`, which is set up during early boot
+            // and only read after. This is `per_cpu_ptr()` without a call.
+            let off = unsafe {
+                *core::ptr::addr_of!(bindings::__per_cpu_offset)
+                    .cast::<core::ffi::c_ulong>()
+                    .add(cpu.0 as usize)
+            };
+            // `wrapping_add`: a `__percpu` pointer is an offset, not an
+            // address inside an allocation.
+            self.ptr.cast::<u8>().wrapping_add(off as usize).cast()
+        }
+        #[cfg(not(CONFIG_SMP))]
+        {
+            let _ = cpu;
+            self.ptr
+        }
     }
 }
 
@@ -213,9 +228,29 @@ impl Cpu {
     }
 }
 
-/// Iterator over the possible CPUs, in ascending order.
+/// Iterator over the possible CPUs, in ascending order: a walk of the bits
+/// of `cpu_possible_mask`, with no call per CPU.
 pub struct PossibleCpus {
-    next: i32,
+    /// The index of the mask word `bits` came from.
+    word: usize,
+    /// The bits of that word not yet returned.
+    bits: core::ffi::c_ulong,
+}
+
+/// The words of `cpu_possible_mask`.
+const MASK_WORDS: usize =
+    core::mem::size_of::<bindings::cpumask>() / core::mem::size_of::<core::ffi::c_ulong>();
+
+/// Word `i` (below [`MASK_WORDS`]) of `cpu_possible_mask`.
+#[inline(always)]
+fn possible_word(i: usize) -> core::ffi::c_ulong {
+    // SAFETY: `i < MASK_WORDS` (callers), inside the mask; the mask is set
+    // during early boot and only read after.
+    unsafe {
+        *core::ptr::addr_of!(bindings::__cpu_possible_mask.bits)
+            .cast::<core::ffi::c_ulong>()
+            .add(i)
+    }
 }
 
 /// The possible CPUs.
@@ -231,7 +266,10 @@ pub struct PossibleCpus {
 /// ```
 #[inline]
 pub fn possible_cpus() -> PossibleCpus {
-    PossibleCpus { next: -1 }
+    PossibleCpus {
+        word: 0,
+        bits: possible_word(0),
+    }
 }
 
 impl Iterator for PossibleCpus {
@@ -239,15 +277,23 @@ impl Iterator for PossibleCpus {
 
     #[inline]
     fn next(&mut self) -> Option<Cpu> {
-        // SAFETY: `cpumask_next()` accepts any CPU number from -1 up.
-        let cpu = unsafe { bindings::cpumask_next_possible(self.next) };
+        while self.bits == 0 {
+            if self.word + 1 >= MASK_WORDS {
+                return None;
+            }
+            self.word += 1;
+            self.bits = possible_word(self.word);
+        }
+        let bit = self.bits.trailing_zeros() as usize;
+        self.bits &= self.bits - 1;
+        let cpu = self.word * core::ffi::c_ulong::BITS as usize + bit;
         // SAFETY: `nr_cpu_ids` is set once during early boot and only read after.
-        if cpu >= unsafe { bindings::nr_cpu_ids } {
-            self.next = i32::MAX - 1;
+        if cpu >= unsafe { bindings::nr_cpu_ids } as usize {
+            self.bits = 0;
+            self.word = MASK_WORDS;
             return None;
         }
-        self.next = cpu as i32;
-        // INVARIANT: `cpumask_next()` returned a set bit of `cpu_possible_mask`.
-        Some(Cpu(cpu))
+        // INVARIANT: a set bit of `cpu_possible_mask` below `nr_cpu_ids`.
+        Some(Cpu(cpu as u32))
     }
 }
