@@ -4,6 +4,7 @@
 #
 #   make            build, boot in QEMU, print the 20 largest allocation sites
 #   make test       host tests, kernel build, KUnit and selftests in the VM
+#   make test-debug the same on a KASAN + lockdep + PREEMPT kernel (BASE=rust)
 #
 # BASE=rust (default) builds the Rust core; BASE=upstream the pristine 6.12
 # profiler with only our tests on top.  make test runs the suite on both,
@@ -18,6 +19,8 @@ CMD       ?=
 EXTRA     ?=
 ACCEL     ?= auto
 BOOT_TIMEOUT ?= 300
+# KASAN and lockdep under TCG are several times slower.
+DEBUG_BOOT_TIMEOUT ?= 900
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
@@ -41,12 +44,12 @@ PHASE    := $(H)/phase
 export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
-	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series bench
+	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series bench test-debug
 
 all: run
 
 help:
-	@sed -n '3,10p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,11p' Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	@$(PHASE) setup $(H)/setup.sh
@@ -95,6 +98,12 @@ boot: build
 
 test:
 	@TEST_BASES="$(if $(filter command line,$(origin BASE)),$(BASE),rust upstream rust-conly rust-tightbits)" $(H)/test.sh
+
+# The suite on the Rust core under KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
+# PREEMPT and MEM_ALLOC_PROFILING_DEBUG (harness/kernel-debug.config); any
+# sanitizer report fails it.
+test-debug:
+	@TEST_BASES=rust-debug BOOT_TIMEOUT=$(DEBUG_BOOT_TIMEOUT) $(H)/test.sh
 
 # Style checks of the Rust core in its kernel tree (read-only: rustfmt is
 # only asked to check, so the hard-linked pristine tree is never written).

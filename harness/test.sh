@@ -177,6 +177,13 @@ for target in $bases; do
 			"fallback|kunit.enable=0 sysctl.vm.mem_profiling=1,compressed alloc_tag_page_bits=9 allocprof_store=fallback|allocinfo_format,alloc_sites,page_store|"
 		)
 		;;
+	rust-debug)
+		boots=(
+			"main|allocprof_store=page_ext|$all|--kunit"
+			"compressed|kunit.enable=0 sysctl.vm.mem_profiling=1,compressed allocprof_store=compressed|$all|"
+			"param-malformed|kunit.enable=0 sysctl.vm.mem_profiling=abc|boot_param|"
+		)
+		;;
 	rust-conly)
 		boots=(
 			"main|allocprof_store=compressed|$all|--kunit"

@@ -1,15 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Concurrency: the test module allocates and frees on every CPU at once while
- * readers loop over /proc/allocinfo (and, in one phase, the sysctl toggles).
- * Nothing may crash or warn (the harness checks the log), no row may go
- * negative, and with profiling on throughout the module's row reads 0/0
- * once everything is freed.
+ * readers loop over /proc/allocinfo, as text and through the ioctl interface
+ * (and, in one phase, the sysctl toggles).  Nothing may crash or warn (the
+ * harness checks the log), no row may go negative, and with profiling on
+ * throughout every row of the module reads 0/0 once everything is freed.
  */
 #include "alloc_tag_util.h"
 
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+
+#if __has_include("../../../../include/uapi/linux/alloc_tag.h")
+#include "../../../../include/uapi/linux/alloc_tag.h"
+#define HAVE_UAPI 1
+#else
+#define HAVE_UAPI 0
+#endif
 
 #include "../kselftest_harness.h"
 
@@ -41,6 +49,43 @@ static int reader(void)
 	return 0;
 }
 
+/*
+ * Reader: whole GET_NEXT walks; every reply must be well-formed and no
+ * counter negative.  Exit 0 if all were (or the kernel has no ioctls).
+ */
+static int ioctl_reader(void)
+{
+#if HAVE_UAPI
+	signal(SIGTERM, on_term);
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		struct allocinfo_tag_data d;
+		int fd = open(AI_PATH, O_RDONLY);
+
+		if (fd < 0)
+			return 1;
+		for (;;) {
+			if (ioctl(fd, ALLOCINFO_IOC_GET_NEXT, &d)) {
+				int err = errno;
+
+				close(fd);
+				if (err == ENOTTY)
+					return 0;
+				if (err != ENOENT)
+					return 1;
+				break;
+			}
+			if (memchr(d.tag.filename, 0, sizeof(d.tag.filename)) == NULL ||
+			    memchr(d.tag.function, 0, sizeof(d.tag.function)) == NULL ||
+			    (long long)d.counter.bytes < 0 || d.counter.calls > (1ULL << 62)) {
+				close(fd);
+				return 1;
+			}
+		}
+	}
+#endif
+	return 0;
+}
+
 static int toggler(void)
 {
 	signal(SIGTERM, on_term);
@@ -59,6 +104,23 @@ static pid_t spawn(int (*fn)(void))
 	if (pid == 0)
 		_exit(fn());
 	return pid;
+}
+
+/* Rows of the test module other than @skip_line that are not 0/0. */
+struct nonzero {
+	unsigned int skip_line;
+	int n;
+};
+
+static int module_nonzero(const struct ai_row *r, void *arg)
+{
+	struct nonzero *z = arg;
+
+	if (strcmp(r->module, "alloc_tag_test") || r->line == z->skip_line)
+		return 0;
+	if (r->bytes || r->calls)
+		z->n++;
+	return 0;
 }
 
 static int reap(pid_t pid)
@@ -122,22 +184,49 @@ TEST_F(stress, readers_and_toggling)
 
 TEST_F(stress, readers_profiling_on)
 {
+	static const char *const kinds[] = {
+		"kmalloc", "large", "cache", "pages", "vmalloc", "percpu", "order2",
+	};
+	struct att_site toggle = { .line = 0 };
+	struct nonzero z;
 	struct ai_row end;
-	pid_t r1, r2;
+	pid_t r1, r2, r3;
+	char *text;
+	size_t k;
 
 	ASSERT_EQ(0, att_site("stress_on", &self->s));
 	ASSERT_EQ(0, ai_get(self->s.file, self->s.line, &self->start));
 	r1 = spawn(reader);
 	r2 = spawn(reader);
+	r3 = spawn(ioctl_reader);
 	ASSERT_GT(r1, 0);
 	ASSERT_GT(r2, 0);
+	ASSERT_GT(r3, 0);
 	EXPECT_EQ(0, att_ctl("stress on %d", ITERS));
 	EXPECT_EQ(0, reap(r1)) TH_LOG("a reader saw a malformed /proc/allocinfo");
 	EXPECT_EQ(0, reap(r2)) TH_LOG("a reader saw a malformed /proc/allocinfo");
+	EXPECT_EQ(0, reap(r3)) TH_LOG("an ioctl reader saw a malformed or negative reply");
 
 	ASSERT_EQ(0, ai_get(self->s.file, self->s.line, &end));
 	EXPECT_EQ(0, end.bytes) TH_LOG("stress_on row after all frees");
 	EXPECT_EQ(0, end.calls) TH_LOG("stress_on row after all frees");
+
+	/*
+	 * Everything the module holds freed: every row of it is 0/0, but for
+	 * the toggling phase's site, which may have drifted (upwards).
+	 */
+	for (k = 0; k < ARRAY_SIZE(kinds); k++)
+		ASSERT_EQ(0, att_ctl("free %s", kinds[k]));
+	ASSERT_EQ(0, att_ctl("release"));
+	att_site("stress_toggle", &toggle);
+	z.skip_line = toggle.line;
+	z.n = 0;
+	text = ai_slurp(AI_PATH, 1 << 16, NULL);
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(0, ai_walk_rows(text, module_nonzero, &z, NULL));
+	EXPECT_EQ(0, z.n) TH_LOG("rows of alloc_tag_test not 0/0 after all frees");
+	EXPECT_EQ(0, ai_walk_rows(text, no_negative, NULL, NULL));
+	free(text);
 }
 
 TEST_HARNESS_MAIN
