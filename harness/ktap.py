@@ -21,8 +21,13 @@ MARK = re.compile(r"^ALLOCPROF: (.*)$")
 # Kernel reports that fail a boot wherever they appear, most specific first.
 REPORTS = [
     (re.compile(r"KASAN|KFENCE: "), "KASAN/KFENCE report"),
+    # Lockdep's reports, not every line naming it ("RCU lockdep checking is
+    # enabled." at boot, lockdep functions in a backtrace).
     (re.compile(r"possible circular locking|possible recursive locking|"
-                r"inconsistent lock state|lockdep"), "lockdep report"),
+                r"inconsistent lock state|suspicious RCU usage|"
+                r"bad unlock balance|held lock freed|lock held when returning|"
+                r"DEBUG_LOCKS_WARN_ON|lockdep (?:is )?turned off|"
+                r"INFO: lockdep is"), "lockdep report"),
     (re.compile(r"UBSAN:"), "UBSAN report"),
     (re.compile(r"Kernel panic"), "kernel panic"),
     (re.compile(r"\bOops\b|general protection fault"), "Oops"),

@@ -178,10 +178,12 @@ for target in $bases; do
 		)
 		;;
 	rust-debug)
+		# allocprof_debug: the selftests expect the debug option's
+		# read-only sysctl.
 		boots=(
-			"main|allocprof_store=page_ext|$all|--kunit"
-			"compressed|kunit.enable=0 sysctl.vm.mem_profiling=1,compressed allocprof_store=compressed|$all|"
-			"param-malformed|kunit.enable=0 sysctl.vm.mem_profiling=abc|boot_param|"
+			"main|allocprof_debug allocprof_store=page_ext|$all|--kunit"
+			"compressed|allocprof_debug kunit.enable=0 sysctl.vm.mem_profiling=1,compressed allocprof_store=compressed|$all|"
+			"param-malformed|allocprof_debug kunit.enable=0 sysctl.vm.mem_profiling=abc|boot_param|"
 		)
 		;;
 	rust-conly)

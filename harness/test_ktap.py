@@ -128,6 +128,17 @@ class JudgeTest(unittest.TestCase):
         self.assertFailure(j, "KASAN")
         self.assertFailure(j, "lockdep")
 
+    def test_lockdep_banner_is_not_a_report(self):
+        dump = END.replace("all quiet", "rcu: \tRCU lockdep checking is enabled.\n"
+                           "[    1.1]  ? lockdep_hardirqs_on_prepare+0x126/0x200")
+        j = judge(KUNIT_OK + SELFTEST_OK + dump)
+        self.assertEqual(j.failures, [])
+
+    def test_suspicious_rcu_usage(self):
+        dump = END.replace("all quiet", "WARNING: suspicious RCU usage")
+        j = judge(KUNIT_OK + SELFTEST_OK + dump)
+        self.assertFailure(j, "lockdep")
+
     def test_timeout(self):
         j = judge(KUNIT_OK + "ALLOCPROF-HOST: timeout after 300s\n")
         self.assertFailure(j, "timeout")

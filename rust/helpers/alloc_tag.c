@@ -63,6 +63,15 @@ void rust_helper_alloc_tag_kvfree_rcu_barrier(void)
 	kvfree_rcu_barrier();
 }
 
+/*
+ * Zeroed per-CPU counters for a module's tags: a tagged call site (the
+ * macro), so that this memory is counted on a row of its own.
+ */
+void __percpu *rust_helper_alloc_tag_alloc_counters(size_t size)
+{
+	return __alloc_percpu_gfp(size, sizeof(u64), GFP_KERNEL);
+}
+
 /* A macro for synchronize_rcu() unless CONFIG_TASKS_RCU. */
 void rust_helper_alloc_tag_synchronize_rcu_tasks(void)
 {

@@ -16,8 +16,8 @@
 
 use super::AllocTag;
 use crate::{
-    alloc::flags::GFP_KERNEL, alloc::KVVec, alloc::KVec, bindings, c_str, pr_err, pr_info,
-    pr_warn, str::CStr, types::Opaque,
+    alloc::flags::GFP_KERNEL, alloc::KVVec, alloc::KVec, bindings, c_str, pr_err, pr_info, pr_warn,
+    str::CStr, types::Opaque,
 };
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_ulong, c_void};
@@ -304,14 +304,10 @@ unsafe fn alloc_counters(seg: &Segment) -> Result<(), ()> {
     let mut i = 0;
     while i < seg.len {
         let n = COUNTER_CHUNK.min(seg.len - i);
-        // SAFETY: may sleep; module loading may. The area is zeroed.
+        // SAFETY: may sleep; module loading may. The area is zeroed, and
+        // charged to the helper's own row like any other allocation.
         let chunk = unsafe {
-            bindings::pcpu_alloc_noprof(
-                n * size_of::<bindings::alloc_tag_counters>(),
-                size_of::<u64>(),
-                false,
-                GFP_KERNEL.as_raw(),
-            )
+            bindings::alloc_tag_alloc_counters(n * size_of::<bindings::alloc_tag_counters>())
         }
         .cast::<bindings::alloc_tag_counters>();
         if chunk.is_null() {
@@ -578,11 +574,17 @@ pub unsafe extern "C" fn codetag_alloc_module_section(
         return core::ptr::null_mut();
     }
     let Some(mut w) = WriteGuard::new() else {
-        pr_err!("alloc_tag: module {} loaded before the profiler is set up\n", name);
+        pr_err!(
+            "alloc_tag: module {} loaded before the profiler is set up\n",
+            name
+        );
         return core::ptr::null_mut();
     };
     if w.modules().iter().any(|s| s.module == module) {
-        pr_err!("alloc_tag: module {} has more than one alloc_tags section\n", name);
+        pr_err!(
+            "alloc_tag: module {} has more than one alloc_tags section\n",
+            name
+        );
         return core::ptr::null_mut();
     }
     // SAFETY: may sleep, as module loading may. Page aligned.

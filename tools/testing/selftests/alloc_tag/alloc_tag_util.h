@@ -442,6 +442,70 @@ static inline int ai_unload_module(const char *name)
 	return syscall(SYS_delete_module, name, O_NONBLOCK) ? -errno : 0;
 }
 
+/*
+ * The bytes one object of slab cache @cache is charged: its slot size.  A
+ * kernel with the full SLUB shows it as /sys/kernel/slab/<cache>/slab_size,
+ * which KASAN and slab debugging make larger than the object (redzones,
+ * metadata); without that file (SLUB_TINY) the slot is @nominal.
+ */
+static inline long ai_slab_bytes(const char *cache, long nominal)
+{
+	char path[160], buf[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/kernel/slab/%s/slab_size", cache);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return nominal;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return nominal;
+	buf[n] = '\0';
+	return strtol(buf, NULL, 10);
+}
+
+/* The bytes one kmalloc() served by the kmalloc-@slot cache is charged. */
+static inline long ai_kmalloc_bytes(long slot)
+{
+	char name[32];
+
+	if (slot >= 1024)
+		snprintf(name, sizeof(name), "kmalloc-%ldk", slot / 1024);
+	else
+		snprintf(name, sizeof(name), "kmalloc-%ld", slot);
+	return ai_slab_bytes(name, slot);
+}
+
+/* Does the kernel command line carry @word (a whole word)? */
+static inline bool ai_cmdline_has(const char *word)
+{
+	char *text = ai_slurp("/proc/cmdline", 4096, NULL);
+	size_t len = strlen(word);
+	bool found = false;
+	char *p;
+
+	for (p = text; p && (p = strstr(p, word)) != NULL; p += len) {
+		if ((p == text || p[-1] == ' ') &&
+		    (p[len] == ' ' || p[len] == '\n' || p[len] == '\0')) {
+			found = true;
+			break;
+		}
+	}
+	free(text);
+	return found;
+}
+
+/*
+ * A make test-debug boot (allocprof_debug on the command line): the kernel
+ * has CONFIG_MEM_ALLOC_PROFILING_DEBUG, whose sysctl is read-only.
+ */
+static inline bool ai_debug_kernel(void)
+{
+	return ai_cmdline_has("allocprof_debug");
+}
+
 /* Which implementation the VM runs: "upstream" or "rust" (from the harness). */
 static inline const char *ai_base(void)
 {

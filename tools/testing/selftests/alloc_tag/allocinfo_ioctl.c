@@ -231,7 +231,7 @@ TEST_F(ioc, module_counters_exact)
 		found++;
 		EXPECT_EQ(row.bytes, (long long)self->d[i].counter.bytes);
 		EXPECT_EQ(row.calls, self->d[i].counter.calls);
-		EXPECT_EQ(3 * 128, (long long)self->d[i].counter.bytes);
+		EXPECT_EQ(3 * ai_kmalloc_bytes(128), (long long)self->d[i].counter.bytes);
 		EXPECT_EQ(3, (long long)self->d[i].counter.calls);
 		EXPECT_EQ(1, self->d[i].counter.accurate);
 	}
@@ -325,6 +325,7 @@ TEST_F(ioc, size_range)
 	struct allocinfo_filter f = { 0 };
 	struct att_site site;
 	int n, i, found = 0;
+	long long five = 5 * ai_kmalloc_bytes(128);
 
 	if (access(ATT_DIR, F_OK))
 		SKIP(return, "alloc_tag_test module not loaded");
@@ -333,21 +334,21 @@ TEST_F(ioc, size_range)
 	f.mask = ALLOCINFO_FILTER_MASK_MIN_SIZE | ALLOCINFO_FILTER_MASK_MAX_SIZE |
 		 ALLOCINFO_FILTER_MASK_MODNAME;
 	snprintf(f.fields.modname, sizeof(f.fields.modname), "%s", TEST_MOD);
-	f.min_size = 5 * 128;
-	f.max_size = 5 * 128;
+	f.min_size = five;
+	f.max_size = five;
 	n = walk(self->fd, &f, self->d, MAX_ROWS);
 	for (i = 0; i < n; i++) {
-		EXPECT_EQ(5 * 128, (long long)self->d[i].counter.bytes);
+		EXPECT_EQ(five, (long long)self->d[i].counter.bytes);
 		found += self->d[i].tag.lineno == site.line;
 	}
 	EXPECT_EQ(1, found);
-	f.min_size = 5 * 128 + 1;
+	f.min_size = five + 1;
 	f.max_size = ~0ULL;
 	n = walk(self->fd, &f, self->d, MAX_ROWS);
 	for (i = 0; i < n; i++)
 		EXPECT_NE(site.line, self->d[i].tag.lineno);
 	f.mask = ALLOCINFO_FILTER_MASK_MAX_SIZE | ALLOCINFO_FILTER_MASK_MODNAME;
-	f.max_size = 5 * 128 - 1;
+	f.max_size = five - 1;
 	n = walk(self->fd, &f, self->d, MAX_ROWS);
 	for (i = 0; i < n; i++)
 		EXPECT_NE(site.line, self->d[i].tag.lineno);

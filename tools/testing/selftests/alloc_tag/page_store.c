@@ -189,7 +189,7 @@ TEST_F(store, module_kmalloc_exact)
 	ASSERT_EQ(0, ai_get(site.file, site.line, &before));
 	ASSERT_EQ(0, att_ctl("kmalloc 100 4"));
 	ASSERT_EQ(0, ai_get(site.file, site.line, &after));
-	EXPECT_EQ(4 * 128, after.bytes - before.bytes);
+	EXPECT_EQ(4 * ai_kmalloc_bytes(128), after.bytes - before.bytes);
 	EXPECT_EQ(4, (long long)(after.calls - before.calls));
 	EXPECT_FALSE(after.inaccurate);
 	ASSERT_EQ(0, att_ctl("free kmalloc"));
