@@ -67,6 +67,7 @@ static inline bool codetag_module_section(const char *name, unsigned long size)
 {
 	return size && !strcmp(name, CODETAG_SECTION_ALLOC_TAGS);
 }
+
 /* The tag area for @mod's tag section of @size bytes; NULL if none. */
 void *codetag_alloc_module_section(struct module *mod, unsigned long size,
 				   unsigned long align);
@@ -84,12 +85,14 @@ static inline bool codetag_module_section(const char *name, unsigned long size)
 {
 	return false;
 }
+
 static inline void *codetag_alloc_module_section(struct module *mod,
 						 unsigned long size,
 						 unsigned long align)
 {
 	return NULL;
 }
+
 static inline void codetag_free_module_sections(struct module *mod) {}
 static inline int codetag_load_module(struct module *mod) { return 0; }
 static inline bool codetag_unload_module(struct module *mod) { return true; }

@@ -325,14 +325,14 @@ unsafe fn alloc_counters(seg: &Segment) -> Result<(), ()> {
     Ok(())
 }
 
-/// Frees the counters of the first `upto` tags of `seg`.
+/// Frees the counters of the first `count` tags of `seg`.
 ///
 /// # Safety
 ///
 /// Those tags got their counters from [`alloc_counters`], and nothing uses
 /// them any more.
-unsafe fn free_counters(seg: &Segment, upto: usize) {
-    for i in (0..upto).step_by(COUNTER_CHUNK) {
+unsafe fn free_counters(seg: &Segment, count: usize) {
+    for i in (0..count).step_by(COUNTER_CHUNK) {
         // SAFETY: tag `i` is the first of a chunk (caller).
         unsafe {
             let tag = seg.start.add(i);

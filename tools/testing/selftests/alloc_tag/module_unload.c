@@ -210,7 +210,8 @@ TEST(tag_area_outlives_module_then_goes)
 	 * that vmalloc keeps of its pages, two calls.  A kept module would
 	 * leave its text, data and read-only data: three pages or more each.
 	 */
-	EXPECT_EQ(before.execmem_bytes + HOLD_CYCLES * (4096LL + ai_kmalloc_bytes(8)), s.execmem_bytes);
+	EXPECT_EQ(before.execmem_bytes + HOLD_CYCLES * (4096LL + ai_kmalloc_bytes(8)),
+		  s.execmem_bytes);
 	EXPECT_EQ(before.execmem_calls + HOLD_CYCLES * 2, s.execmem_calls);
 	EXPECT_TRUE(ai_kmsg_has("alive at module unload", HOLD_MOD, NULL));
 
@@ -326,7 +327,8 @@ TEST(churn)
 	EXPECT_EQ(before.live_rows + 2 * CHURN_CYCLES, s.live_rows);
 	EXPECT_EQ(0, s.bad);
 	EXPECT_EQ(before.calls + 4ULL * CHURN_CYCLES, s.calls);
-	EXPECT_EQ(before.execmem_bytes + CHURN_CYCLES * (4096LL + ai_kmalloc_bytes(8)), s.execmem_bytes);
+	EXPECT_EQ(before.execmem_bytes + CHURN_CYCLES * (4096LL + ai_kmalloc_bytes(8)),
+		  s.execmem_bytes);
 
 	ASSERT_EQ(0, att_ctl("release"));
 	ASSERT_EQ(0, read_sums(&s, HOLD_MOD));

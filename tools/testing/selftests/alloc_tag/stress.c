@@ -74,8 +74,8 @@ static int ioctl_reader(void)
 					return 1;
 				break;
 			}
-			if (memchr(d.tag.filename, 0, sizeof(d.tag.filename)) == NULL ||
-			    memchr(d.tag.function, 0, sizeof(d.tag.function)) == NULL ||
+			if (!memchr(d.tag.filename, 0, sizeof(d.tag.filename)) ||
+			    !memchr(d.tag.function, 0, sizeof(d.tag.function)) ||
 			    (long long)d.counter.bytes < 0 || d.counter.calls > (1ULL << 62)) {
 				close(fd);
 				return 1;

@@ -43,6 +43,8 @@
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
+#include "alloc_tag_test.h"
+
 #define ATT_MAX_HELD	1024
 #define ATT_CACHE_SIZE	200
 
@@ -92,10 +94,9 @@ struct att_adopted {
 	void *ptr;
 	int order;
 };
+
 static struct att_adopted att_adopted[ATT_MAX_HELD];
 static unsigned int att_nr_adopted;
-
-int att_adopt(void *ptr, int order);
 
 /*
  * Keeps @ptr, a kmalloc() object if @order < 0 and else the page_address()
@@ -128,6 +129,7 @@ static void att_release(void)
 			free_pages((unsigned long)a->ptr, a->order);
 	}
 }
+
 static struct kmem_cache *att_cache;
 static struct dentry *att_dir;
 static bool att_probing;

@@ -15,7 +15,7 @@
 #define ATH_NR_OBJS	3
 #define ATH_OBJ_SIZE	512
 
-int att_adopt(void *ptr, int order);
+#include "alloc_tag_test.h"
 
 static int __init ath_init(void)
 {
