@@ -13,22 +13,11 @@ REPO=${REPO:-$(dirname "$H")}
 export CACHE_DIR=${CACHE_DIR:-$HOME/.cache/allocprof}
 
 pass=0 fail=0 skip=0
+failures=()
 
 bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
-# Add the counts of a "... P passed, F failed[, S skipped]" line.
-count() {
-	local line p f s
-	line=$(grep -E '[0-9]+ passed, [0-9]+ failed' <<< "$1" | tail -n 1)
-	if [ -z "$line" ]; then
-		bad "$2: no result line"
-		return
-	fi
-	p=$(sed -E 's/.*\b([0-9]+) passed.*/\1/' <<< "$line")
-	f=$(sed -E 's/.*\b([0-9]+) failed.*/\1/' <<< "$line")
-	s=$(sed -nE 's/.*\b([0-9]+) skipped.*/\1/p' <<< "$line")
-	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + ${s:-0}))
-}
+. "$H/count.sh"
 
 # A tool's host-test.sh: its failures and result line, the ALLOCINFO_BIN=
 # line if it prints one, and a failure if it exits non-zero without counting

@@ -20,20 +20,7 @@ phase_time() { echo "== phase $1: $(( $(date +%s) - $2 ))s"; }
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); failures+=("$1"); echo "FAIL $1"; }
 
-# Add the counts of a "... P passed, F failed[, S skipped]" line.
-count() {
-	local line p f s
-	line=$(grep -E '[0-9]+ passed, [0-9]+ failed' <<< "$1" | tail -n 1)
-	if [ -z "$line" ]; then
-		bad "$2: no result line"
-		return
-	fi
-	p=$(sed -E 's/.*\b([0-9]+) passed.*/\1/' <<< "$line")
-	f=$(sed -E 's/.*\b([0-9]+) failed.*/\1/' <<< "$line")
-	s=$(sed -nE 's/.*\b([0-9]+) skipped.*/\1/p' <<< "$line")
-	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + ${s:-0}))
-	while IFS= read -r l; do failures+=("$l"); done < <(grep -E '^FAIL' <<< "$1")
-}
+. "$H/count.sh"
 
 # 1. Host-side tests (harness/host-test.sh, which make host-test runs alone).
 # Its ALLOCINFO_BIN= line and its own total are for this script, not shown.

@@ -168,10 +168,14 @@ static int read_sums(struct sums *s, const char *module)
 	return -1;
 }
 
-TEST(tag_area_outlives_module_then_goes)
+/* The tag area cases: the Rust core, profiling on, alloc_tag_test loaded. */
+FIXTURE(tag_area) {
+	int unused;
+};
+
+FIXTURE_SETUP(tag_area)
 {
-	struct sums before, s;
-	int i, ret;
+	int ret;
 
 	if (access(AI_PATH, F_OK))
 		SKIP(return, AI_PATH " missing");
@@ -183,6 +187,17 @@ TEST(tag_area_outlives_module_then_goes)
 	if (ret == -ENOENT)
 		SKIP(return, TEST_MOD ".ko not found");
 	ASSERT_EQ(0, ret);
+}
+
+FIXTURE_TEARDOWN(tag_area)
+{
+}
+
+TEST_F(tag_area, outlives_module_then_goes)
+{
+	struct sums before, s;
+	int i, ret;
+
 	ASSERT_EQ(0, att_ctl("release"));
 	/* Rows of copies kept by drift elsewhere (sysctl_toggle) stay as they are. */
 	ASSERT_EQ(0, read_sums(&before, HOLD_MOD));
@@ -293,22 +308,12 @@ static void shrink_slabs(void)
  * still alive at unload and freed later.  Every copy's rows stay exact; once
  * freed, the rows, the tag areas and the module memory are all back.
  */
-TEST(churn)
+TEST_F(tag_area, churn)
 {
 	struct sums before, s;
 	long avail_before, avail_after;
-	int i, ret;
+	int i;
 
-	if (access(AI_PATH, F_OK))
-		SKIP(return, AI_PATH " missing");
-	if (ai_is_upstream())
-		SKIP(return, "6.12's C core keeps the module's data instead");
-	if (ai_sysctl_read() != 1)
-		SKIP(return, "profiling is off");
-	ret = ai_load_module(TEST_MOD);
-	if (ret == -ENOENT)
-		SKIP(return, TEST_MOD ".ko not found");
-	ASSERT_EQ(0, ret);
 	for (i = 0; i < CHURN_WARMUP; i++) {
 		ASSERT_EQ(0, ai_load_module(HOLD_MOD));
 		ASSERT_EQ(0, ai_unload_module(HOLD_MOD));
