@@ -72,7 +72,7 @@ kernel: config
 TMODS := $(W)/test_modules
 modules: kernel
 	@mkdir -p $(TMODS)
-	@for f in $(SRC)/$(STDIR)/test_modules/*.[ch] $(SRC)/$(STDIR)/test_modules/Makefile; do \
+	@for f in $(SRC)/$(STDIR)/test_modules/*.[ch] $(SRC)/$(STDIR)/test_modules/*.rs $(SRC)/$(STDIR)/test_modules/Makefile; do \
 		cmp -s $$f $(TMODS)/$$(basename $$f) || cp $$f $(TMODS)/; done
 	@$(PHASE) test-modules $(MAKE) -s -C $(OUT) LLVM=-19 M=$(TMODS) modules
 

@@ -19,6 +19,12 @@
 #include <linux/pgalloc_tag.h>
 #include <linux/build_bug.h>
 #include <linux/init.h>
+#include <linux/kallsyms.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/stacktrace.h>
+#include <linux/vmalloc.h>
+#include <linux/workqueue.h>
 
 void rust_helper_this_cpu_add_u64(u64 __percpu *ptr, u64 val)
 {
@@ -76,6 +82,109 @@ void __percpu *rust_helper_alloc_tag_alloc_counters(size_t size)
 void rust_helper_alloc_tag_synchronize_rcu_tasks(void)
 {
 	synchronize_rcu_tasks();
+}
+
+/*
+ * The three reallocators of rust/kernel/alloc/allocator.rs, charging what
+ * they allocate to @tag, the tag of the Rust call site that asked
+ * (rust/kernel/alloc_tag/rust_sites.rs).  They are _noprof calls with the
+ * tag set around them, as alloc_hooks() does for a C call site: nothing
+ * here is a call site of its own.
+ */
+void *rust_helper_alloc_tag_krealloc(const void *p, size_t size, gfp_t flags,
+				     struct alloc_tag *tag)
+{
+	struct alloc_tag * __maybe_unused old = alloc_tag_save(tag);
+	void *ret = krealloc_noprof(p, size, flags);
+
+	alloc_tag_restore(tag, old);
+	return ret;
+}
+
+void *rust_helper_alloc_tag_vrealloc(const void *p, size_t size, gfp_t flags,
+				     struct alloc_tag *tag)
+{
+	struct alloc_tag * __maybe_unused old = alloc_tag_save(tag);
+	void *ret = vrealloc_noprof(p, size, flags);
+
+	alloc_tag_restore(tag, old);
+	return ret;
+}
+
+void *rust_helper_alloc_tag_kvrealloc(const void *p, size_t size, gfp_t flags,
+				      struct alloc_tag *tag)
+{
+	struct alloc_tag * __maybe_unused old = alloc_tag_save(tag);
+	void *ret = kvrealloc_noprof(p, size, flags);
+
+	alloc_tag_restore(tag, old);
+	return ret;
+}
+
+/* Serialises the registration of Rust call sites, from any context. */
+static DEFINE_RAW_SPINLOCK(alloc_tag_sites_lock);
+
+unsigned long rust_helper_alloc_tag_sites_lock(void)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&alloc_tag_sites_lock, flags);
+	return flags;
+}
+
+void rust_helper_alloc_tag_sites_unlock(unsigned long flags)
+{
+	raw_spin_unlock_irqrestore(&alloc_tag_sites_lock, flags);
+}
+
+void alloc_tag_rust_sites_grow(void);
+
+static void alloc_tag_sites_grow_fn(struct work_struct *work)
+{
+	alloc_tag_rust_sites_grow();
+}
+
+static DECLARE_WORK(alloc_tag_sites_grow_work, alloc_tag_sites_grow_fn);
+
+/* Adds site slots from process context; callable from any context. */
+void rust_helper_alloc_tag_sites_schedule_grow(void)
+{
+	schedule_work(&alloc_tag_sites_grow_work);
+}
+
+/* A zeroed block of site slots: a tagged call site, on a row of its own. */
+void *rust_helper_alloc_tag_sites_alloc_block(size_t size)
+{
+	return kvzalloc(size, GFP_KERNEL);
+}
+
+/*
+ * The return addresses on the stack, innermost first, if the unwinder is
+ * reliable enough to name the caller (not the guessing one).
+ */
+unsigned int rust_helper_alloc_tag_stack(unsigned long *store,
+					 unsigned int size)
+{
+#if defined(CONFIG_STACKTRACE) && !defined(CONFIG_UNWINDER_GUESS)
+	return stack_trace_save(store, size, 1);
+#else
+	return 0;
+#endif
+}
+
+/* The symbol holding @addr, in @buf of KSYM_NAME_LEN bytes, or NULL. */
+const char *rust_helper_alloc_tag_symbol(unsigned long addr, char *buf)
+{
+	unsigned long size, offset;
+	char *modname;
+
+	return kallsyms_lookup(addr, &size, &offset, &modname, buf);
+}
+
+/* The module whose memory holds @addr; called with preemption disabled. */
+struct module *rust_helper_alloc_tag_module_of(unsigned long addr)
+{
+	return __module_address(addr);
 }
 
 /*

@@ -274,6 +274,7 @@ extern "C" fn alloc_tag_init() -> c_int {
     super::compressed::init();
     // SAFETY: the percpu allocator is up at device initcalls.
     unsafe { bindings::pcpu_alloc_tag_init_boot_chunks() };
+    super::rust_sites::init();
     sysctl_init();
     super::report::procfs_init();
     let (store, width, capacity, tags) = super::compressed::describe();

@@ -19,7 +19,9 @@
 //! - [`registry`]: the tags of vmlinux and of each loaded module;
 //! - [`control`]: the static key, `sysctl.vm.mem_profiling=` and
 //!   `/proc/sys/vm/mem_profiling`;
-//! - [`report`]: `/proc/allocinfo` and the top users for `show_mem()`.
+//! - [`report`]: `/proc/allocinfo` and the top users for `show_mem()`;
+//! - [`rust_sites`]: the tags of Rust call sites, found from the caller's
+//!   `#[track_caller]` location by the `kernel::alloc` allocators.
 //!
 //! Counters are per-CPU `{bytes, calls}` pairs updated without locks, with one
 //! segment-relative instruction each on x86_64 ([`crate::percpu`]). Readers sum
@@ -35,12 +37,14 @@ const CALLS_OFF: usize = offset_of!(bindings::alloc_tag_counters, calls);
 
 pub mod compressed;
 pub mod control;
+pub mod demangle;
 pub mod ioctl;
 pub mod layout;
 pub mod page;
 pub mod parse;
 pub mod registry;
 pub mod report;
+pub mod rust_sites;
 pub mod tag_ref;
 
 /// The counters of one tag, summed over all CPUs.

@@ -55,6 +55,9 @@ struct Segment {
     /// The `KVVec<u8>` buffer (pointer, capacity) holding the copied
     /// strings of a detached module, null if none.
     strings: (*mut u8, usize),
+    /// A block of Rust call-site tags ([`super::rust_sites`]): always live,
+    /// never freed, and only the tags in use are reported.
+    rust_sites: bool,
 }
 
 impl Segment {
@@ -62,6 +65,24 @@ impl Segment {
         // SAFETY: `i < len` (callers), and the segment's tags are valid while
         // it is registered, which the read lock the callers hold guarantees.
         unsafe { AllocTag::from_raw(self.start.add(i)) }
+    }
+
+    /// The tags to report: all of them, but for a block of Rust sites only
+    /// those that name a site.
+    fn reported(&self) -> impl Iterator<Item = &'static AllocTag> + '_ {
+        let rust = self.rust_sites;
+        (0..self.len)
+            .map(move |i| self.tag(i))
+            .filter(move |t| !rust || super::rust_sites::in_use(t))
+    }
+
+    /// How many tags [`Segment::reported`] gives.
+    fn reported_len(&self) -> usize {
+        if self.rust_sites {
+            self.reported().count()
+        } else {
+            self.len
+        }
     }
 
     /// Whether no tag has anything charged. Once a module's code is gone,
@@ -123,6 +144,7 @@ fn vmlinux() -> Segment {
         page_ids: None,
         state: State::Live,
         strings: (core::ptr::null_mut(), 0),
+        rust_sites: false,
     }
 }
 
@@ -225,6 +247,16 @@ impl ReadGuard {
         }
         pos -= v.len;
         for seg in self.modules() {
+            if seg.rust_sites {
+                let mut tags = seg.reported();
+                match tags.nth(pos) {
+                    Some(t) => return Some(t),
+                    None => {
+                        pos -= seg.reported_len();
+                        continue;
+                    }
+                }
+            }
             if pos < seg.len {
                 return Some(seg.tag(pos));
             }
@@ -237,12 +269,16 @@ impl ReadGuard {
     pub fn tags(&self) -> impl Iterator<Item = &'static AllocTag> + '_ {
         core::iter::once(vmlinux())
             .chain(self.modules().copied())
-            .flat_map(|seg| (0..seg.len).map(move |i| seg.tag(i)))
+            .flat_map(|seg| {
+                (0..seg.len)
+                    .map(move |i| seg.tag(i))
+                    .filter(move |t| !seg.rust_sites || super::rust_sites::in_use(t))
+            })
     }
 
     /// The number of tags.
     pub fn len(&self) -> usize {
-        vmlinux().len + self.modules().map(|s| s.len).sum::<usize>()
+        vmlinux().len + self.modules().map(|s| s.reported_len()).sum::<usize>()
     }
 
     /// Whether there are no tags at all.
@@ -507,6 +543,19 @@ fn detach(w: &mut WriteGuard, idx: usize) -> Option<Segment> {
 /// may sleep. Costs one atomic read when no module is detached.
 pub fn reclaim() {
     const BATCH: usize = 8;
+    if super::rust_sites::detached() != 0 {
+        if let Some(w) = WriteGuard::new() {
+            let freed = super::rust_sites::unlist_drained();
+            if freed != 0 {
+                CONTENT_ID.fetch_add(1, Ordering::Release);
+            }
+            drop(w);
+            if freed != 0 {
+                wait_for_frees_in_flight();
+                super::rust_sites::free_unlisted();
+            }
+        }
+    }
     while DETACHED.load(Ordering::Relaxed) != 0 {
         let mut batch = [None; BATCH];
         let mut n = 0;
@@ -546,6 +595,46 @@ pub fn reclaim() {
             return;
         }
     }
+}
+
+/// Adds a block of `len` Rust call-site tags from `start` to the walk,
+/// with zeroed counters and, in compressed mode, page-tag indexes. The tags
+/// are reported once [`super::rust_sites`] gives them a site. May sleep.
+///
+/// # Safety
+///
+/// `start..start + len` are zeroed tags that stay allocated for good and
+/// that nothing else uses yet.
+pub(crate) unsafe fn add_rust_block(start: *mut bindings::alloc_tag, len: usize) -> Result<(), ()> {
+    let mut seg = Segment {
+        module: core::ptr::null_mut(),
+        start,
+        len,
+        page_ids: None,
+        state: State::Live,
+        strings: (core::ptr::null_mut(), 0),
+        rust_sites: true,
+    };
+    // SAFETY: the tags are unused (caller).
+    unsafe { alloc_counters(&seg) }?;
+    let Some(mut w) = WriteGuard::new() else {
+        // SAFETY: the counters were just allocated and never used.
+        unsafe { free_counters(&seg, len) };
+        return Err(());
+    };
+    if w.modules().reserve(1, GFP_KERNEL).is_err() {
+        drop(w);
+        // SAFETY: as above.
+        unsafe { free_counters(&seg, len) };
+        return Err(());
+    }
+    // SAFETY: the tags are unused (caller); the registry is held for
+    // writing.
+    seg.page_ids = unsafe { super::compressed::assign_module_ids(start, len) };
+    // Cannot fail: room was reserved above.
+    let _ = w.modules().push(seg, GFP_KERNEL);
+    CONTENT_ID.fetch_add(1, Ordering::Release);
+    Ok(())
 }
 
 /// The tag area for a module's `alloc_tags` section of `size` bytes: the
@@ -601,6 +690,7 @@ pub unsafe extern "C" fn codetag_alloc_module_section(
         page_ids: None,
         state: State::Placed,
         strings: (core::ptr::null_mut(), 0),
+        rust_sites: false,
     };
     if w.modules().push(seg, GFP_KERNEL).is_err() {
         // SAFETY: just allocated, not handed out.
@@ -659,6 +749,9 @@ fn drop_module(module: *mut bindings::module) {
     let Some(mut w) = WriteGuard::new() else {
         return;
     };
+    if super::rust_sites::module_gone(module) {
+        CONTENT_ID.fetch_add(1, Ordering::Release);
+    }
     let Some(idx) = w.modules().iter().position(|s| s.module == module) else {
         return;
     };

@@ -4,3 +4,6 @@
 
 #[path = "../../../../rust/kernel/alloc_tag/parse.rs"]
 pub mod parse;
+
+#[path = "../../../../rust/kernel/alloc_tag/demangle.rs"]
+pub mod demangle;

@@ -19,6 +19,7 @@
  *   stress SITE ITERS  on every online CPU at once, ITERS kmalloc/kfree and
  *                      page alloc/free pairs at site stress_SITE (on, toggle)
  *   release            free what other modules handed over (att_adopt())
+ *   rust alloc|free|adopt  the Rust test module's command (att_rust_register())
  *
  * Objects are held until freed; what is still held at unload is freed then.
  * att_adopt() takes objects that another module allocated (at its own sites)
@@ -117,6 +118,38 @@ int att_adopt(void *ptr, int order)
 	return ret;
 }
 EXPORT_SYMBOL_GPL(att_adopt);
+
+static DEFINE_MUTEX(att_rust_lock);
+static att_rust_cmd_fn att_rust_cmd;
+static att_rust_sites_fn att_rust_sites;
+
+int att_rust_register(att_rust_cmd_fn cmd, att_rust_sites_fn sites)
+{
+	mutex_lock(&att_rust_lock);
+	att_rust_cmd = cmd;
+	att_rust_sites = sites;
+	mutex_unlock(&att_rust_lock);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(att_rust_register);
+
+/* Runs a Rust test module command, outside att_lock (it may call att_adopt()). */
+static int att_rust_command(const char *word)
+{
+	static const char *const ops[] = { "alloc", "free", "adopt" };
+	int op, ret = -ENODEV;
+
+	for (op = 0; op < ARRAY_SIZE(ops); op++)
+		if (sysfs_streq(word, ops[op]))
+			break;
+	if (op == ARRAY_SIZE(ops))
+		return -EINVAL;
+	mutex_lock(&att_rust_lock);
+	if (att_rust_cmd)
+		ret = att_rust_cmd(op + 1);
+	mutex_unlock(&att_rust_lock);
+	return ret;
+}
 
 static void att_release(void)
 {
@@ -465,6 +498,9 @@ static ssize_t att_ctl_write(struct file *file, const char __user *ubuf,
 		return -EFAULT;
 	buf[count] = '\0';
 
+	if (!strncmp(buf, "rust ", 5))
+		return att_rust_command(buf + 5) ?: count;
+
 	mutex_lock(&att_lock);
 	ret = att_command(buf);
 	mutex_unlock(&att_lock);
@@ -487,6 +523,21 @@ static int att_sites_show(struct seq_file *m, void *v)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(att_sites);
+
+static int att_rust_sites_show(struct seq_file *m, void *v)
+{
+	static char buf[512];
+	ssize_t n = -ENODEV;
+
+	mutex_lock(&att_rust_lock);
+	if (att_rust_sites)
+		n = att_rust_sites(buf, sizeof(buf));
+	if (n >= 0)
+		seq_write(m, buf, n);
+	mutex_unlock(&att_rust_lock);
+	return n < 0 ? n : 0;
+}
+DEFINE_SHOW_ATTRIBUTE(att_rust_sites);
 
 static int att_info_show(struct seq_file *m, void *v)
 {
@@ -511,6 +562,8 @@ static int __init att_init(void)
 	debugfs_create_file("ctl", 0200, att_dir, NULL, &att_ctl_fops);
 	debugfs_create_file("sites", 0444, att_dir, NULL, &att_sites_fops);
 	debugfs_create_file("info", 0444, att_dir, NULL, &att_info_fops);
+	debugfs_create_file("rust_sites", 0444, att_dir, NULL,
+			    &att_rust_sites_fops);
 	return 0;
 }
 

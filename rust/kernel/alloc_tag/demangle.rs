@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The function name of a Rust symbol (v0 mangling), for the rows of Rust
+//! call sites.
+//!
+//! Kernel Rust is built with `-Csymbol-mangling-version=v0`, so kallsyms
+//! holds names such as `_RNvCs1234_9my_module8do_alloc`. A row wants what
+//! C's `__func__` gives: the function's own name, `do_alloc`. This reads the
+//! path of a v0 symbol just far enough to find its last component and
+//! whether that sits inside closures (`do_alloc::{closure}`). Generic
+//! arguments, impl types and backreferences are parsed only to be skipped.
+//!
+//! Nothing here depends on the kernel, so the host tests exercise it
+//! directly (`tools/testing/alloc_tag_parse`).
+
+/// The function name of a symbol: its last path identifier and the number
+/// of closures it is nested in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FnName<'a> {
+    /// The identifier, as written in the source (bytes of the symbol).
+    pub ident: &'a [u8],
+    /// How many `::{closure}` follow it.
+    pub closures: u32,
+}
+
+/// How deep nested paths and types may go before the symbol is refused.
+const MAX_DEPTH: u32 = 64;
+
+/// What a path says: the function it names, the crate and top-level
+/// module it is defined in, and whether it is a crate root.
+#[derive(Clone, Copy)]
+struct PathInfo<'a> {
+    name: Option<FnName<'a>>,
+    krate: &'a [u8],
+    module: Option<&'a [u8]>,
+    root: bool,
+}
+
+impl<'a> PathInfo<'a> {
+    /// An impl block or trait at this path: items in it are defined here.
+    fn item(self) -> PathInfo<'a> {
+        PathInfo {
+            name: None,
+            root: false,
+            module: if self.root { None } else { self.module },
+            ..self
+        }
+    }
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    pos: usize,
+    depth: u32,
+}
+
+type Res<T> = Result<T, ()>;
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.pos).copied()
+    }
+
+    fn next(&mut self) -> Res<u8> {
+        let c = self.peek().ok_or(())?;
+        self.pos += 1;
+        Ok(c)
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        if self.peek() == Some(c) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn enter(&mut self) -> Res<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            Err(())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `{0-9a-zA-Z} "_"`.
+    fn base62(&mut self) -> Res<u64> {
+        if self.eat(b'_') {
+            return Ok(0);
+        }
+        let mut x: u64 = 0;
+        loop {
+            let c = self.next()?;
+            let d = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'z' => c - b'a' + 10,
+                b'A'..=b'Z' => c - b'A' + 36,
+                b'_' => return x.checked_add(1).ok_or(()),
+                _ => return Err(()),
+            };
+            x = x.checked_mul(62).ok_or(())?.checked_add(d as u64).ok_or(())?;
+        }
+    }
+
+    /// `"0" | [1-9] {0-9}`.
+    fn decimal(&mut self) -> Res<usize> {
+        match self.next()? {
+            b'0' => return Ok(0),
+            c @ b'1'..=b'9' => {
+                let mut n = (c - b'0') as usize;
+                while let Some(c @ b'0'..=b'9') = self.peek() {
+                    n = n
+                        .checked_mul(10)
+                        .ok_or(())?
+                        .checked_add((c - b'0') as usize)
+                        .ok_or(())?;
+                    self.pos += 1;
+                }
+                Ok(n)
+            }
+            _ => Err(()),
+        }
+    }
+
+    fn disambiguator(&mut self) -> Res<()> {
+        if self.eat(b's') {
+            self.base62()?;
+        }
+        Ok(())
+    }
+
+    /// `["u"] decimal ["_"] bytes`.
+    fn undisambiguated_ident(&mut self) -> Res<&'a [u8]> {
+        self.eat(b'u');
+        let len = self.decimal()?;
+        self.eat(b'_');
+        let end = self.pos.checked_add(len).ok_or(())?;
+        let id = self.s.get(self.pos..end).ok_or(())?;
+        self.pos = end;
+        Ok(id)
+    }
+
+    fn ident(&mut self) -> Res<&'a [u8]> {
+        self.disambiguator()?;
+        self.undisambiguated_ident()
+    }
+
+    /// A backreference: its target, parsed as `what` from there.
+    fn backref<T>(&mut self, what: fn(&mut Self) -> Res<T>) -> Res<T> {
+        let start = self.pos - 1;
+        let target = usize::try_from(self.base62()?).map_err(|_| ())? + 2;
+        if target >= start {
+            return Err(());
+        }
+        let resume = self.pos;
+        self.pos = target;
+        let r = what(self);
+        self.pos = resume;
+        r
+    }
+
+    /// A path: the function name it ends with, if it ends with one, and
+    /// where it is defined.
+    fn path(&mut self) -> Res<PathInfo<'a>> {
+        self.enter()?;
+        let r = match self.next()? {
+            b'C' => PathInfo {
+                name: None,
+                krate: self.ident()?,
+                module: None,
+                root: true,
+            },
+            b'M' => {
+                self.disambiguator()?;
+                let at = self.path()?;
+                self.type_()?;
+                at.item()
+            }
+            b'X' => {
+                self.disambiguator()?;
+                let at = self.path()?;
+                self.type_()?;
+                self.path()?;
+                at.item()
+            }
+            b'Y' => {
+                self.type_()?;
+                self.path()?.item()
+            }
+            b'N' => {
+                let ns = self.next()?;
+                if !ns.is_ascii_alphabetic() {
+                    return Err(());
+                }
+                let inner = self.path()?;
+                let id = self.ident()?;
+                let module = if inner.root { Some(id) } else { inner.module };
+                let name = match (ns, inner.name) {
+                    (b'C', Some(f)) => Some(FnName {
+                        ident: f.ident,
+                        closures: f.closures + 1,
+                    }),
+                    (b'C', None) => None,
+                    // Other special namespaces (shims) are the compiler's.
+                    (b'A'..=b'Z', _) => inner.name,
+                    _ if id.is_empty() => inner.name,
+                    _ => Some(FnName {
+                        ident: id,
+                        closures: 0,
+                    }),
+                };
+                PathInfo {
+                    name,
+                    krate: inner.krate,
+                    module,
+                    root: false,
+                }
+            }
+            b'I' => {
+                let inner = self.path()?;
+                while !self.eat(b'E') {
+                    self.generic_arg()?;
+                }
+                inner
+            }
+            b'B' => self.backref(Self::path)?,
+            _ => return Err(()),
+        };
+        self.depth -= 1;
+        Ok(r)
+    }
+
+    fn lifetime(&mut self) -> Res<()> {
+        if self.eat(b'L') {
+            self.base62()?;
+        }
+        Ok(())
+    }
+
+    fn binder(&mut self) -> Res<()> {
+        if self.eat(b'G') {
+            self.base62()?;
+        }
+        Ok(())
+    }
+
+    fn generic_arg(&mut self) -> Res<()> {
+        if self.eat(b'L') {
+            self.base62()?;
+            Ok(())
+        } else if self.eat(b'K') {
+            self.const_()
+        } else {
+            self.type_()
+        }
+    }
+
+    fn const_(&mut self) -> Res<()> {
+        self.enter()?;
+        match self.peek().ok_or(())? {
+            b'p' => self.pos += 1,
+            b'B' => {
+                self.pos += 1;
+                self.backref(Self::const_)?;
+            }
+            _ => {
+                self.type_()?;
+                self.eat(b'n');
+                while !self.eat(b'_') {
+                    if !self.next()?.is_ascii_hexdigit() {
+                        return Err(());
+                    }
+                }
+            }
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    fn type_(&mut self) -> Res<()> {
+        self.enter()?;
+        match self.peek().ok_or(())? {
+            b'a'..=b'z' => self.pos += 1,
+            b'C' | b'M' | b'X' | b'Y' | b'N' | b'I' => {
+                self.path()?;
+            }
+            c => {
+                self.pos += 1;
+                match c {
+                    b'A' => {
+                        self.type_()?;
+                        self.const_()?;
+                    }
+                    b'S' | b'P' | b'O' => self.type_()?,
+                    b'T' => {
+                        while !self.eat(b'E') {
+                            self.type_()?;
+                        }
+                    }
+                    b'R' | b'Q' => {
+                        self.lifetime()?;
+                        self.type_()?;
+                    }
+                    b'F' => {
+                        self.binder()?;
+                        self.eat(b'U');
+                        if self.eat(b'K') && !self.eat(b'C') {
+                            self.undisambiguated_ident()?;
+                        }
+                        while !self.eat(b'E') {
+                            self.type_()?;
+                        }
+                        self.type_()?;
+                    }
+                    b'D' => {
+                        self.binder()?;
+                        while !self.eat(b'E') {
+                            self.path()?;
+                            while self.eat(b'p') {
+                                self.undisambiguated_ident()?;
+                                self.type_()?;
+                            }
+                        }
+                        self.lifetime()?;
+                    }
+                    b'B' => self.backref(Self::type_)?,
+                    _ => return Err(()),
+                }
+            }
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+}
+
+fn parse(sym: &[u8]) -> Option<PathInfo<'_>> {
+    let rest = sym.strip_prefix(b"_R")?;
+    let mut p = Parser {
+        s: sym,
+        pos: 2,
+        depth: 0,
+    };
+    // An optional encoding version, then the path.
+    if rest.first().is_some_and(u8::is_ascii_digit) {
+        p.decimal().ok()?;
+    }
+    p.path().ok()
+}
+
+/// The function name of the v0 symbol `sym`, `None` if `sym` is not a v0
+/// symbol naming a function.
+pub fn fn_name(sym: &[u8]) -> Option<FnName<'_>> {
+    parse(sym)?.name
+}
+
+/// Whether the v0 symbol `sym` is a function of the kernel crate's
+/// allocation machinery (the allocators, the boxes and vectors, `Arc`,
+/// in-place initialisation, `CString`, the red-black tree's nodes, and this
+/// profiler): frames to look through when naming the function that asked
+/// for an allocation. Decided by the module the function is defined in, so
+/// a driver's function generic over a `KVec` is not one.
+pub fn is_alloc_machinery(sym: &[u8]) -> bool {
+    const MODULES: [&[u8]; 7] = [
+        b"alloc",
+        b"alloc_tag",
+        b"sync",
+        b"init",
+        b"str",
+        b"rbtree",
+        b"percpu",
+    ];
+    match parse(sym) {
+        Some(PathInfo {
+            krate: b"kernel",
+            module: Some(m),
+            ..
+        }) => MODULES.contains(&m),
+        _ => false,
+    }
+}

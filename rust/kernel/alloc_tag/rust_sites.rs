@@ -1,0 +1,674 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Tags for Rust call sites.
+//!
+//! A C call site gets its tag from `alloc_hooks()`, a macro. Rust call sites
+//! stay as they are (`KBox::new(x, GFP_KERNEL)?`): the allocation entry
+//! points of `kernel::alloc` (and the types built on them) are
+//! `#[track_caller]`, so the allocator sees the [`Location`] of the Rust
+//! code that asked, and charges the allocation to that location's tag,
+//! found here by [`tag_for`].
+//!
+//! - The hot path is a lookup in a fixed open-addressed table keyed by the
+//!   address of the `Location` (a static the compiler emits per call site):
+//!   a hash, at most [`MAX_PROBE`] loads, no lock, no allocation.
+//! - The first allocation from a site registers it ([`register`], once, on a
+//!   cold path under a raw spinlock, from any context but NMI): it takes a
+//!   free tag from a pre-allocated block, fills it with the site's file
+//!   (relative to the source tree), line, module and function, and enters
+//!   it in the table. Copies of one site's `Location` (from different
+//!   codegen units) share one tag. Blocks of tags are added from process
+//!   context by a work item ([`alloc_tag_rust_sites_grow`]) when the free
+//!   tags run low; the registry reports their tags in use like any other.
+//! - The function is named from the stack: the first frame outside the
+//!   kernel crate's allocation machinery, its v0 symbol reduced to the
+//!   function's name ([`super::demangle`]). With inlining, that is the
+//!   function the call ended up in. Without a reliable unwinder (the
+//!   guessing one) or kallsyms, it is `?`.
+//! - When a Rust module goes, its sites leave the table; sites with nothing
+//!   charged are freed for reuse, the others stay reported (detached, under
+//!   the module's name) until their allocations are freed, as a module's C
+//!   tags do.
+//! - Before the profiler's initcall, without a free tag or a table slot, an
+//!   allocation is charged to one fallback row, `rust_site_unregistered`.
+
+use super::AllocTag;
+use crate::{bindings, types::Opaque};
+use core::cell::UnsafeCell;
+use core::mem::size_of;
+use core::panic::Location;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+
+/// Tags per block: one allocation of tags and sites each time the pool runs
+/// low.
+const BLOCK_TAGS: usize = 64;
+
+/// At most this many blocks (`CONFIG_MEM_ALLOC_PROFILING_RUST_SITES` sites).
+const MAX_BLOCKS: usize = {
+    let n = (bindings::CONFIG_MEM_ALLOC_PROFILING_RUST_SITES as usize).div_ceil(BLOCK_TAGS);
+    if n == 0 {
+        1
+    } else {
+        n
+    }
+};
+
+/// Table slots: a power of two, at least twice the sites.
+const TABLE_BITS: u32 = (2 * MAX_BLOCKS * BLOCK_TAGS).next_power_of_two().trailing_zeros();
+const TABLE_SIZE: usize = 1 << TABLE_BITS;
+
+/// Slots a lookup or an insertion looks at, from the key's hash on.
+pub const MAX_PROBE: usize = 16;
+
+/// Bytes kept of a site's file path, function name and module name, with the
+/// terminating NUL.
+const FILE_LEN: usize = 128;
+const FUNC_LEN: usize = 64;
+/// `MODULE_NAME_LEN`, a macro bindgen cannot see.
+const MOD_LEN: usize = 64 - size_of::<core::ffi::c_ulong>();
+
+/// A table key: the address of a `Location`; 0 is an empty slot, 1 one
+/// whose site went away.
+const EMPTY: usize = 0;
+const GONE: usize = 1;
+
+/// One table slot.
+struct Slot {
+    key: AtomicUsize,
+    site: AtomicPtr<Site>,
+}
+
+/// Site states.
+const FREE: u8 = 0;
+const LIVE: u8 = 1;
+const DETACHED: u8 = 2;
+/// Drained and unlisted, waiting for frees in flight before reuse.
+const UNLISTED: u8 = 3;
+
+/// The strings and identity of one site.
+struct SiteData {
+    /// The module the call site is in, NULL for vmlinux (and once detached).
+    owner: *mut bindings::module,
+    line: u32,
+    column: u32,
+    file: [u8; FILE_LEN],
+    func: [u8; FUNC_LEN],
+    modname: [u8; MOD_LEN],
+}
+
+/// One site: its state and data, for the tag of the same index in its
+/// block.
+///
+/// # Invariants
+///
+/// `data` is written only under the sites lock, while `state` is `FREE`
+/// and the tag is not in use (its `filename` NULL); readers of the tag's
+/// strings read it once the tag is in use.
+struct Site {
+    state: AtomicU8,
+    tag: *mut bindings::alloc_tag,
+    data: UnsafeCell<SiteData>,
+}
+
+/// A block of site tags and their sites, zeroed when allocated.
+#[repr(C)]
+struct Block {
+    tags: [bindings::alloc_tag; BLOCK_TAGS],
+    sites: [Site; BLOCK_TAGS],
+}
+
+/// The sites' shared state.
+///
+/// # Invariants
+///
+/// `blocks[..nr_blocks]` are valid blocks that are never freed; `nr_blocks`
+/// only grows, under the sites lock. `table` is NULL or `TABLE_SIZE` slots
+/// that are never freed; keys and sites in it are changed only under the
+/// sites lock.
+struct Sites {
+    table: AtomicPtr<Slot>,
+    blocks: UnsafeCell<[*mut Block; MAX_BLOCKS]>,
+    nr_blocks: AtomicUsize,
+    free: AtomicUsize,
+    detached: AtomicUsize,
+    /// The source tree prefix of vmlinux's `Location` file names.
+    prefix_len: AtomicUsize,
+}
+
+// SAFETY: `blocks` is written only under the sites lock and its entries
+// below `nr_blocks` are never changed again; the rest is atomic.
+unsafe impl Sync for Sites {}
+
+static SITES: Sites = Sites {
+    table: AtomicPtr::new(core::ptr::null_mut()),
+    blocks: UnsafeCell::new([core::ptr::null_mut(); MAX_BLOCKS]),
+    nr_blocks: AtomicUsize::new(0),
+    free: AtomicUsize::new(0),
+    detached: AtomicUsize::new(0),
+    prefix_len: AtomicUsize::new(0),
+};
+
+/// The fallback tag's per-CPU counters.
+#[repr(transparent)]
+struct PerCpuCounters(Opaque<bindings::alloc_tag_counters>);
+
+// SAFETY: only ever reached through its per-CPU address, with per-CPU
+// operations, as any tag's counters.
+unsafe impl Sync for PerCpuCounters {}
+
+#[link_section = ".data..percpu"]
+static FALLBACK_COUNTERS: PerCpuCounters =
+    PerCpuCounters(Opaque::new(bindings::alloc_tag_counters {
+        bytes: 0,
+        calls: 0,
+    }));
+
+/// The row of Rust allocations whose site has no tag of its own (before
+/// the profiler is up, or with every site tag taken).
+#[used]
+#[link_section = "alloc_tags"]
+static FALLBACK: AllocTag = AllocTag(Opaque::new(bindings::alloc_tag {
+    ct: bindings::codetag {
+        flags: 0,
+        lineno: line!(),
+        modname: core::ptr::null(),
+        function: c"rust_site_unregistered".as_ptr().cast(),
+        filename: concat!("rust/kernel/alloc_tag/", "rust_sites.rs", "\0")
+            .as_ptr()
+            .cast(),
+    },
+    counters: FALLBACK_COUNTERS.0.get(),
+}));
+
+/// The sites lock, held (interrupts off) while this lives.
+struct SitesLock(crate::ffi::c_ulong);
+
+impl SitesLock {
+    fn new() -> SitesLock {
+        // SAFETY: no preconditions; paired with the unlock in `drop`.
+        SitesLock(unsafe { bindings::alloc_tag_sites_lock() })
+    }
+}
+
+impl Drop for SitesLock {
+    fn drop(&mut self) {
+        // SAFETY: taken in `new` with these flags.
+        unsafe { bindings::alloc_tag_sites_unlock(self.0) };
+    }
+}
+
+#[inline(always)]
+fn hash(key: usize) -> usize {
+    (key as u64 >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) as usize >> (usize::BITS - TABLE_BITS)
+}
+
+#[inline(always)]
+fn table() -> Option<&'static [Slot]> {
+    let t = SITES.table.load(Ordering::Acquire);
+    if t.is_null() {
+        return None;
+    }
+    // SAFETY: a non-NULL table has `TABLE_SIZE` slots and is never freed
+    // (invariant).
+    Some(unsafe { core::slice::from_raw_parts(t, TABLE_SIZE) })
+}
+
+/// The site the table holds for `key`, if any. Lock-free; at most
+/// [`MAX_PROBE`] slots.
+#[inline(always)]
+fn lookup(table: &[Slot], key: usize) -> Option<&'static Site> {
+    let h = hash(key);
+    for i in 0..MAX_PROBE {
+        let slot = &table[(h + i) & (TABLE_SIZE - 1)];
+        let k = slot.key.load(Ordering::Acquire);
+        if k == EMPTY {
+            return None;
+        }
+        if k == key {
+            let site = slot.site.load(Ordering::Acquire);
+            // The slot may have been emptied and reused meanwhile: the
+            // site read counts only if the key is still there.
+            if slot.key.load(Ordering::Acquire) == key {
+                // SAFETY: sites in the table are in blocks, never freed.
+                return Some(unsafe { &*site });
+            }
+        }
+    }
+    None
+}
+
+/// The tag to charge an allocation from the Rust call site `loc` to.
+///
+/// Lock-free and bounded unless the site is new, which registers it once
+/// (from any context, never sleeping or allocating).
+///
+/// # Examples
+///
+/// ```
+/// use kernel::alloc_tag::{rust_sites, AllocTag};
+///
+/// #[track_caller]
+/// fn site_tag() -> &'static AllocTag {
+///     let tag = rust_sites::tag_for(core::panic::Location::caller());
+///     // SAFETY: the tags `tag_for` returns stay valid for good.
+///     unsafe { AllocTag::from_raw(tag) }
+/// }
+///
+/// let (a, line) = (site_tag(), line!());
+/// assert_eq!(a.line(), line);
+/// assert!(a.file().as_bytes().ends_with(b".rs"));
+/// assert!(a.module_name().is_none());
+/// // Another site, another tag; the same site, the same tag.
+/// let (b, line_b) = (site_tag(), line!());
+/// assert!(b.line() == line_b && b.as_raw() != a.as_raw());
+/// let mut first = None;
+/// for _ in 0..2 {
+///     let (c, line_c) = (site_tag(), line!());
+///     assert_eq!(c.line(), line_c);
+///     assert_eq!(*first.get_or_insert(c.as_raw()), c.as_raw());
+/// }
+/// ```
+#[inline]
+pub fn tag_for(loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
+    let key = loc as *const Location<'static> as usize;
+    if let Some(table) = table() {
+        if let Some(site) = lookup(table, key) {
+            return site.tag;
+        }
+    }
+    register(loc)
+}
+
+/// The `filename` of the code tag `ct`, as an atomic: a site tag gets its
+/// site by setting it last, with release, and loses it by clearing it.
+///
+/// # Safety
+///
+/// `ct` is a valid code tag for `'a`.
+#[inline(always)]
+unsafe fn filename<'a>(ct: *mut bindings::codetag) -> &'a AtomicPtr<u8> {
+    // SAFETY: an aligned pointer-sized field of a valid tag (caller).
+    unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*ct).filename).cast::<*mut u8>()) }
+}
+
+/// Whether the site tag `tag` names a site (is reported).
+#[inline]
+pub(crate) fn in_use(tag: &AllocTag) -> bool {
+    // SAFETY: a valid tag.
+    !unsafe { filename(tag.codetag()) }
+        .load(Ordering::Acquire)
+        .is_null()
+}
+
+/// The number of sites in the blocks added so far.
+fn nr_sites() -> usize {
+    SITES.nr_blocks.load(Ordering::Acquire) * BLOCK_TAGS
+}
+
+/// Site `i`, below [`nr_sites`]. (Plain loops over indexes: the kernel
+/// crate exports its symbols, and iterator adapters over closures here make
+/// names longer than modpost takes.)
+fn site(i: usize) -> &'static Site {
+    // SAFETY: entries below `nr_blocks` are valid and never change again
+    // (invariant); `nr_blocks` is published with release after the entry.
+    let block = unsafe { &*(*SITES.blocks.get())[i / BLOCK_TAGS] };
+    &block.sites[i % BLOCK_TAGS]
+}
+
+/// Copies `src` into `dst` as a NUL-terminated string, keeping its end if
+/// it is too long.
+fn copy_str(dst: &mut [u8], src: &[u8]) {
+    let n = src.len().min(dst.len() - 1);
+    dst[..n].copy_from_slice(&src[src.len() - n..]);
+    dst[n] = 0;
+}
+
+/// What [`copy_str`] keeps of `src` in a file name.
+fn stored_tail(src: &[u8]) -> &[u8] {
+    &src[src.len() - src.len().min(FILE_LEN - 1)..]
+}
+
+fn c_bytes(buf: &[u8]) -> &[u8] {
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    &buf[..n]
+}
+
+/// The file of `loc` relative to the source tree.
+fn rel_file(loc: &'static Location<'static>) -> &'static [u8] {
+    let f = loc.file().as_bytes();
+    let p = SITES.prefix_len.load(Ordering::Relaxed);
+    match f.get(..p) {
+        Some(prefix) if p != 0 && prefix == &own_file()[..p] => &f[p..],
+        _ => f,
+    }
+}
+
+/// This file's `Location` name, whose source-tree prefix is that of every
+/// file of vmlinux.
+fn own_file() -> &'static [u8] {
+    Location::caller().file().as_bytes()
+}
+
+/// The name of the function that asked for an allocation: the first frame
+/// on the stack outside the allocation machinery. Called with the sites
+/// lock held (for the static buffers).
+fn caller_name(out: &mut [u8]) {
+    const FRAMES: usize = 24;
+    struct Bufs(UnsafeCell<([crate::ffi::c_ulong; FRAMES], [u8; bindings::KSYM_NAME_LEN as usize])>);
+    // SAFETY: only used under the sites lock.
+    unsafe impl Sync for Bufs {}
+    static BUFS: Bufs = Bufs(UnsafeCell::new(([0; FRAMES], [0; bindings::KSYM_NAME_LEN as usize])));
+    // SAFETY: the sites lock is held (caller), so this is the only user.
+    let (frames, name) = unsafe { &mut *BUFS.0.get() };
+    copy_str(out, b"?");
+    // SAFETY: `frames` has room for `FRAMES` entries.
+    let n = unsafe { bindings::alloc_tag_stack(frames.as_mut_ptr(), FRAMES as u32) } as usize;
+    for &addr in &frames[..n.min(FRAMES)] {
+        // SAFETY: `name` has `KSYM_NAME_LEN` bytes.
+        let sym = unsafe { bindings::alloc_tag_symbol(addr, name.as_mut_ptr().cast()) };
+        if sym.is_null() {
+            continue;
+        }
+        // SAFETY: kallsyms returned a NUL-terminated name.
+        let sym = unsafe { crate::str::CStr::from_char_ptr(sym) }.as_bytes();
+        if super::demangle::is_alloc_machinery(sym)
+            || sym.starts_with(b"rust_helper_")
+            || sym.starts_with(b"alloc_tag_")
+        {
+            continue;
+        }
+        match super::demangle::fn_name(sym) {
+            Some(f) => {
+                let mut len = f.ident.len().min(out.len() - 1);
+                out[..len].copy_from_slice(&f.ident[..len]);
+                for _ in 0..f.closures {
+                    let c = b"::{closure}";
+                    if len + c.len() >= out.len() {
+                        break;
+                    }
+                    out[len..len + c.len()].copy_from_slice(c);
+                    len += c.len();
+                }
+                out[len] = 0;
+            }
+            None => copy_str(out, sym),
+        }
+        return;
+    }
+}
+
+/// Enters `key` for `site` in the table, reusing a slot whose site went
+/// away. False if the key's slots are all taken. Under the sites lock.
+fn insert(table: &[Slot], key: usize, site: &Site) -> bool {
+    let h = hash(key);
+    for i in 0..MAX_PROBE {
+        let slot = &table[(h + i) & (TABLE_SIZE - 1)];
+        let k = slot.key.load(Ordering::Relaxed);
+        if k == EMPTY || k == GONE {
+            slot.site
+                .store(site as *const Site as *mut Site, Ordering::Release);
+            slot.key.store(key, Ordering::Release);
+            return true;
+        }
+    }
+    false
+}
+
+/// Registers the new site `loc` and returns its tag: the slow path of
+/// [`tag_for`].
+#[cold]
+#[inline(never)]
+fn register(loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
+    let Some(table) = table() else {
+        return FALLBACK.as_raw();
+    };
+    let key = loc as *const Location<'static> as usize;
+    let tag = {
+        let _lock = SitesLock::new();
+        register_locked(table, loc, key)
+    };
+    if SITES.free.load(Ordering::Relaxed) < BLOCK_TAGS / 4
+        && SITES.nr_blocks.load(Ordering::Relaxed) < MAX_BLOCKS
+    {
+        // SAFETY: no preconditions; callable from any context.
+        unsafe { bindings::alloc_tag_sites_schedule_grow() };
+    }
+    tag
+}
+
+fn register_locked(
+    table: &[Slot],
+    loc: &'static Location<'static>,
+    key: usize,
+) -> *mut bindings::alloc_tag {
+    if let Some(site) = lookup(table, key) {
+        return site.tag;
+    }
+    // SAFETY: preemption is off under the sites lock.
+    let owner = unsafe { bindings::alloc_tag_module_of(key as crate::ffi::c_ulong) };
+    let file = rel_file(loc);
+    // Another copy of the same site's `Location` already has a tag.
+    let mut free = None;
+    for i in 0..nr_sites() {
+        let site = site(i);
+        let state = site.state.load(Ordering::Relaxed);
+        if state == FREE && free.is_none() {
+            free = Some(site);
+        }
+        if state != LIVE {
+            continue;
+        }
+        // SAFETY: live sites' data is only written while they are free
+        // (invariant); the lock is held.
+        let d = unsafe { &*site.data.get() };
+        if d.owner == owner
+            && d.line == loc.line()
+            && d.column == loc.column()
+            && c_bytes(&d.file) == stored_tail(file)
+        {
+            insert(table, key, site);
+            return site.tag;
+        }
+    }
+    let Some(site) = free else {
+        return FALLBACK.as_raw();
+    };
+    // SAFETY: a free site's data is written only under the lock, which is
+    // held, and its tag is not in use (invariant).
+    let d = unsafe { &mut *site.data.get() };
+    d.owner = owner;
+    d.line = loc.line();
+    d.column = loc.column();
+    copy_str(&mut d.file, file);
+    caller_name(&mut d.func);
+    let modname = if owner.is_null() {
+        core::ptr::null()
+    } else {
+        // SAFETY: `owner` is the live module running this allocation (its
+        // code asked for it), so its name is valid.
+        let name = unsafe { crate::str::CStr::from_char_ptr((*owner).name.as_ptr()) };
+        copy_str(&mut d.modname, name.as_bytes());
+        d.modname.as_ptr()
+    };
+    let ct = site.tag_codetag();
+    // SAFETY: the site's tag is valid and not in use: nothing reads these
+    // fields until `filename` is set below, with release.
+    unsafe {
+        (*ct).lineno = d.line;
+        (*ct).modname = modname.cast();
+        (*ct).function = d.func.as_ptr().cast();
+        AtomicU32::from_ptr(core::ptr::addr_of_mut!((*ct).flags))
+            .fetch_and(!bindings::CODETAG_FLAG_INACCURATE, Ordering::Relaxed);
+        filename(ct).store(d.file.as_mut_ptr(), Ordering::Release);
+    }
+    site.state.store(LIVE, Ordering::Relaxed);
+    SITES.free.fetch_sub(1, Ordering::Relaxed);
+    // Without a slot, the site is found again through the scan above.
+    insert(table, key, site);
+    site.tag
+}
+
+impl Site {
+    fn tag_codetag(&self) -> *mut bindings::codetag {
+        // SAFETY: `tag` points to the site's tag in its block.
+        unsafe { core::ptr::addr_of_mut!((*self.tag).ct) }
+    }
+
+    fn tag(&self) -> &'static AllocTag {
+        // SAFETY: block tags are valid for good, with counters from
+        // `registry::add_rust_block`.
+        unsafe { AllocTag::from_raw(self.tag) }
+    }
+}
+
+/// Takes `module`'s sites out of the table: drained ones are unlisted at
+/// the next reclaim, the others stay reported until drained. Returns
+/// whether it had any. Called with the registry held for writing.
+pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
+    let Some(table) = table() else {
+        return false;
+    };
+    let _lock = SitesLock::new();
+    let mut any = false;
+    for i in 0..nr_sites() {
+        let site = site(i);
+        if site.state.load(Ordering::Relaxed) != LIVE {
+            continue;
+        }
+        // SAFETY: the lock is held; live data is not written.
+        let d = unsafe { &mut *site.data.get() };
+        if d.owner != module {
+            continue;
+        }
+        for slot in table {
+            if slot.site.load(Ordering::Relaxed) == site as *const Site as *mut Site
+                && slot.key.load(Ordering::Relaxed) > GONE
+            {
+                slot.key.store(GONE, Ordering::Release);
+            }
+        }
+        // Its strings are copies in the site: nothing to do for them.
+        d.owner = core::ptr::null_mut();
+        site.state.store(DETACHED, Ordering::Relaxed);
+        SITES.detached.fetch_add(1, Ordering::Relaxed);
+        any = true;
+    }
+    any
+}
+
+/// The number of detached sites.
+pub(crate) fn detached() -> usize {
+    SITES.detached.load(Ordering::Relaxed)
+}
+
+/// Stops reporting the detached sites with nothing charged; returns how
+/// many. Called with the registry held for writing, so that no reader is
+/// reading their strings; [`free_unlisted`] frees them after the frees in
+/// flight.
+pub(crate) fn unlist_drained() -> usize {
+    let _lock = SitesLock::new();
+    let mut n = 0;
+    for i in 0..nr_sites() {
+        let site = site(i);
+        if site.state.load(Ordering::Relaxed) != DETACHED {
+            continue;
+        }
+        let c = site.tag().read();
+        if c.bytes != 0 || c.calls != 0 {
+            continue;
+        }
+        // SAFETY: the site's tag; no reader holds the registry.
+        unsafe { filename(site.tag_codetag()) }.store(core::ptr::null_mut(), Ordering::Release);
+        site.state.store(UNLISTED, Ordering::Relaxed);
+        SITES.detached.fetch_sub(1, Ordering::Relaxed);
+        n += 1;
+    }
+    n
+}
+
+/// Makes the unlisted sites free for reuse.
+pub(crate) fn free_unlisted() {
+    let _lock = SitesLock::new();
+    for i in 0..nr_sites() {
+        let site = site(i);
+        if site.state.load(Ordering::Relaxed) == UNLISTED {
+            site.state.store(FREE, Ordering::Relaxed);
+            SITES.free.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Adds one block of free sites. Process context; may sleep.
+fn grow() -> bool {
+    if SITES.nr_blocks.load(Ordering::Acquire) >= MAX_BLOCKS {
+        return false;
+    }
+    // SAFETY: may sleep; callers may. Zeroed, and charged to the helper's
+    // own row.
+    let block = unsafe { bindings::alloc_tag_sites_alloc_block(size_of::<Block>()) }.cast::<Block>();
+    if block.is_null() {
+        return false;
+    }
+    // SAFETY: a zeroed block; all-zero sites are free, their tags unused.
+    unsafe {
+        for i in 0..BLOCK_TAGS {
+            let tag = core::ptr::addr_of_mut!((*block).tags[i]);
+            core::ptr::addr_of_mut!((*block).sites[i].tag).write(tag);
+        }
+    }
+    // SAFETY: the tags are zeroed, unused and never freed (blocks stay).
+    let tags = unsafe { core::ptr::addr_of_mut!((*block).tags).cast::<bindings::alloc_tag>() };
+    // SAFETY: as above.
+    if unsafe { super::registry::add_rust_block(tags, BLOCK_TAGS) }.is_err() {
+        // SAFETY: not registered anywhere.
+        unsafe { bindings::kvfree(block.cast()) };
+        return false;
+    }
+    let _lock = SitesLock::new();
+    let n = SITES.nr_blocks.load(Ordering::Relaxed);
+    // SAFETY: `n < MAX_BLOCKS`: blocks are only added here, from the work
+    // item and the initcall, which do not run at once.
+    unsafe { (*SITES.blocks.get())[n] = block };
+    SITES.nr_blocks.store(n + 1, Ordering::Release);
+    SITES.free.fetch_add(BLOCK_TAGS, Ordering::Relaxed);
+    true
+}
+
+/// The work item that adds a block of sites when they run low.
+#[no_mangle]
+pub extern "C" fn alloc_tag_rust_sites_grow() {
+    static WARNED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+    if SITES.free.load(Ordering::Relaxed) < BLOCK_TAGS / 4
+        && !grow()
+        && !WARNED.swap(true, Ordering::Relaxed)
+    {
+        crate::pr_warn!(
+            "alloc_tag: no more Rust site tags; new sites go to rust_site_unregistered\n"
+        );
+    }
+}
+
+/// Sets the Rust sites up: the table and the first block. Called from the
+/// profiler's initcall, after the registry.
+pub(crate) fn init() {
+    let own = own_file();
+    let tail = b"rust/kernel/alloc_tag/rust_sites.rs";
+    if own.ends_with(tail) {
+        SITES
+            .prefix_len
+            .store(own.len() - tail.len(), Ordering::Relaxed);
+    }
+    // SAFETY: may sleep at initcalls. Zeroed: all slots empty.
+    let table = unsafe { bindings::alloc_tag_sites_alloc_block(TABLE_SIZE * size_of::<Slot>()) };
+    if table.is_null() {
+        crate::pr_err!("alloc_tag: no memory for the Rust site table; Rust sites share one row\n");
+        return;
+    }
+    if !grow() {
+        // SAFETY: just allocated, not published.
+        unsafe { bindings::kvfree(table) };
+        crate::pr_err!("alloc_tag: no memory for Rust site tags; Rust sites share one row\n");
+        return;
+    }
+    SITES.table.store(table.cast(), Ordering::Release);
+}

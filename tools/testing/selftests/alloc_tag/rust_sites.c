@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Rust call sites: what alloc_tag_rust_test.ko allocates through KBox, KVec
+ * (grown by pushes), VBox and KVBox is charged to the Rust line that asked,
+ * under the module's name and the function's, with exact bytes and calls;
+ * freeing brings each row to zero, unloading takes the rows away, and an
+ * allocation that outlives the module keeps its row until it is freed.
+ * Nothing of it is charged to a rust/helpers/ line.
+ */
+#include "alloc_tag_util.h"
+
+#include "../kselftest_harness.h"
+
+#define PAGE		4096LL
+#define RT_MOD		"alloc_tag_rust_test"
+#define RT_FILE		"tools/testing/selftests/alloc_tag/test_modules/alloc_tag_rust_test.rs"
+#define RT_SITES	ATT_DIR "/rust_sites"
+
+/* The module's site of @kind: the line it reports and the function it names. */
+static int rt_site(const char *kind, unsigned int *line, char func[64])
+{
+	char k[16];
+	unsigned int l;
+	FILE *f = fopen(RT_SITES, "r");
+	int ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%15s %u %63s", k, &l, func) == 3) {
+		if (!strcmp(k, kind)) {
+			*line = l;
+			ret = l ? 0 : -ENOENT;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+struct rt_expect {
+	const char *kind, *func;
+	long long bytes;
+	unsigned long long calls;
+};
+
+/* Rows the Rust test module has, and rows under rust/helpers/ (but the profiler's own). */
+struct rt_count {
+	int module_rows;
+	long long helper_bytes;
+	unsigned long long helper_calls;
+};
+
+static int rt_count_fn(const struct ai_row *r, void *arg)
+{
+	struct rt_count *c = arg;
+
+	if (!strcmp(r->module, RT_MOD))
+		c->module_rows++;
+	if (!strncmp(r->file, "rust/helpers/", 13) &&
+	    strcmp(r->file, "rust/helpers/alloc_tag.c")) {
+		c->helper_bytes += r->bytes;
+		c->helper_calls += r->calls;
+	}
+	return 0;
+}
+
+static int rt_count(struct rt_count *c)
+{
+	char *text = ai_slurp(AI_PATH, 1 << 16, NULL);
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	if (!text)
+		return -errno;
+	ret = ai_walk_rows(text, rt_count_fn, c, NULL);
+	free(text);
+	return ret;
+}
+
+FIXTURE(rust) {
+	struct rt_expect exp[4];
+};
+
+FIXTURE_SETUP(rust)
+{
+	const struct rt_expect exp[4] = {
+		{ "kbox", "alloc_kbox", ai_kmalloc_bytes(256), 1 },
+		/* 100 pushes from empty: capacity 128 u64, one kmalloc-1k object */
+		{ "kvec", "grow_kvec", ai_kmalloc_bytes(1024), 1 },
+		/* four pages, one call each, and their 32-byte page array */
+		{ "vbox", "alloc_vbox", 4 * PAGE + ai_kmalloc_bytes(32), 5 },
+		{ "kvbox", "alloc_kvbox", ai_kmalloc_bytes(512), 1 },
+	};
+
+	if (ai_is_upstream())
+		SKIP(return, "upstream 6.12 charges all Rust allocations to rust/helpers/");
+	if (access(AI_PATH, F_OK))
+		SKIP(return, AI_PATH " missing");
+	if (access(ATT_DIR, F_OK))
+		SKIP(return, "alloc_tag_test module not loaded");
+	if (access(AI_MODDIR "/" RT_MOD ".ko", F_OK))
+		SKIP(return, "no " RT_MOD ".ko (kernel without CONFIG_RUST)");
+	ASSERT_EQ(1, ai_sysctl_read()) TH_LOG("profiling must be on for this test");
+	memcpy(self->exp, exp, sizeof(exp));
+	ASSERT_EQ(0, ai_load_module(RT_MOD));
+}
+
+FIXTURE_TEARDOWN(rust)
+{
+	att_ctl("rust free");
+	ai_unload_module(RT_MOD);
+	att_ctl("release");
+}
+
+/* Every row is at the line the module reports, with its module and function. */
+static void rt_check_rows(struct __test_metadata *_metadata,
+			  const struct rt_expect *exp, bool held)
+{
+	for (int i = 0; i < 4; i++) {
+		struct ai_row r;
+		unsigned int line;
+		char func[64];
+
+		ASSERT_EQ(0, rt_site(exp[i].kind, &line, func));
+		ASSERT_STREQ(exp[i].func, func);
+		ASSERT_EQ(0, ai_get(RT_FILE, line, &r)) {
+			TH_LOG("no single row for %s:%u (%s)", RT_FILE, line, exp[i].kind);
+		}
+		EXPECT_STREQ(RT_MOD, r.module) TH_LOG("%s", exp[i].kind);
+		EXPECT_STREQ(exp[i].func, r.func) TH_LOG("%s", exp[i].kind);
+		EXPECT_FALSE(r.inaccurate) TH_LOG("%s", exp[i].kind);
+		EXPECT_EQ(held ? exp[i].bytes : 0, r.bytes) TH_LOG("%s bytes", exp[i].kind);
+		EXPECT_EQ(held ? exp[i].calls : 0, r.calls) TH_LOG("%s calls", exp[i].kind);
+	}
+}
+
+/* The exact rows while held and once freed, and again on a second round. */
+TEST_F(rust, rows_exact_before_and_after_free)
+{
+	for (int round = 0; round < 2; round++) {
+		ASSERT_EQ(0, att_ctl("rust alloc"));
+		rt_check_rows(_metadata, self->exp, true);
+		ASSERT_EQ(0, att_ctl("rust free"));
+		rt_check_rows(_metadata, self->exp, false);
+	}
+}
+
+/* One row per site, and no Rust allocation charged to a rust/helpers/ line. */
+TEST_F(rust, one_row_per_site_none_on_helpers)
+{
+	struct rt_count before, held, after;
+
+	ASSERT_EQ(0, rt_count(&before));
+	ASSERT_EQ(0, att_ctl("rust alloc"));
+	ASSERT_EQ(0, rt_count(&held));
+	ASSERT_EQ(0, att_ctl("rust free"));
+	ASSERT_EQ(0, rt_count(&after));
+	EXPECT_EQ(4, held.module_rows);
+	EXPECT_EQ(4, after.module_rows);
+	EXPECT_EQ(before.helper_bytes, held.helper_bytes);
+	EXPECT_EQ(before.helper_calls, held.helper_calls);
+	EXPECT_EQ(before.helper_bytes, after.helper_bytes);
+	EXPECT_EQ(before.helper_calls, after.helper_calls);
+}
+
+/* Unloading frees what the module held and takes its rows away. */
+TEST_F(rust, unload_takes_the_rows)
+{
+	struct rt_count c;
+	struct ai_row r;
+	unsigned int line;
+	char func[64];
+
+	ASSERT_EQ(0, att_ctl("rust alloc"));
+	ASSERT_EQ(0, rt_site("kvec", &line, func));
+	ASSERT_EQ(0, ai_get(RT_FILE, line, &r));
+	ASSERT_EQ(0, ai_unload_module(RT_MOD));
+	ASSERT_EQ(-ENOENT, ai_get(RT_FILE, line, &r));
+	ASSERT_EQ(0, rt_count(&c));
+	EXPECT_EQ(0, c.module_rows);
+	/* Loaded again, the sites come back (at reused tags) exactly. */
+	ASSERT_EQ(0, ai_load_module(RT_MOD));
+	ASSERT_EQ(0, att_ctl("rust alloc"));
+	rt_check_rows(_metadata, self->exp, true);
+}
+
+/* An allocation handed over outlives the module on its row, until freed. */
+TEST_F(rust, adopted_allocation_outlives_the_module)
+{
+	struct ai_row r;
+	unsigned int line;
+	char func[64];
+
+	ASSERT_EQ(0, att_ctl("rust adopt"));
+	ASSERT_EQ(0, rt_site("adopt", &line, func));
+	ASSERT_STREQ("adopt_kbox", func);
+	ASSERT_EQ(0, ai_get(RT_FILE, line, &r));
+	EXPECT_EQ(ai_kmalloc_bytes(128), r.bytes);
+	EXPECT_EQ(1, r.calls);
+	ASSERT_EQ(0, ai_unload_module(RT_MOD));
+	ASSERT_EQ(0, ai_get(RT_FILE, line, &r)) TH_LOG("the row went with the module");
+	EXPECT_STREQ(RT_MOD, r.module);
+	EXPECT_STREQ("adopt_kbox", r.func);
+	EXPECT_EQ(ai_kmalloc_bytes(128), r.bytes);
+	EXPECT_EQ(1, r.calls);
+	ASSERT_EQ(0, att_ctl("release"));
+	EXPECT_EQ(-ENOENT, ai_get(RT_FILE, line, &r)) TH_LOG("the drained row stayed");
+}
+
+TEST_HARNESS_MAIN
