@@ -100,14 +100,18 @@ impl<'a> Parser<'a> {
                 b'_' => return x.checked_add(1).ok_or(()),
                 _ => return Err(()),
             };
-            x = x.checked_mul(62).ok_or(())?.checked_add(d as u64).ok_or(())?;
+            x = x
+                .checked_mul(62)
+                .ok_or(())?
+                .checked_add(d as u64)
+                .ok_or(())?;
         }
     }
 
     /// `"0" | [1-9] {0-9}`.
     fn decimal(&mut self) -> Res<usize> {
         match self.next()? {
-            b'0' => return Ok(0),
+            b'0' => Ok(0),
             c @ b'1'..=b'9' => {
                 let mut n = (c - b'0') as usize;
                 while let Some(c @ b'0'..=b'9') = self.peek() {

@@ -54,7 +54,9 @@ const MAX_BLOCKS: usize = {
 };
 
 /// Table slots: a power of two, at least twice the sites.
-const TABLE_BITS: u32 = (2 * MAX_BLOCKS * BLOCK_TAGS).next_power_of_two().trailing_zeros();
+const TABLE_BITS: u32 = (2 * MAX_BLOCKS * BLOCK_TAGS)
+    .next_power_of_two()
+    .trailing_zeros();
 const TABLE_SIZE: usize = 1 << TABLE_BITS;
 
 /// Slots a lookup or an insertion looks at, from the key's hash on.
@@ -354,10 +356,18 @@ fn own_file() -> &'static [u8] {
 /// lock held (for the static buffers).
 fn caller_name(out: &mut [u8]) {
     const FRAMES: usize = 24;
-    struct Bufs(UnsafeCell<([crate::ffi::c_ulong; FRAMES], [u8; bindings::KSYM_NAME_LEN as usize])>);
+    struct Bufs(
+        UnsafeCell<(
+            [crate::ffi::c_ulong; FRAMES],
+            [u8; bindings::KSYM_NAME_LEN as usize],
+        )>,
+    );
     // SAFETY: only used under the sites lock.
     unsafe impl Sync for Bufs {}
-    static BUFS: Bufs = Bufs(UnsafeCell::new(([0; FRAMES], [0; bindings::KSYM_NAME_LEN as usize])));
+    static BUFS: Bufs = Bufs(UnsafeCell::new((
+        [0; FRAMES],
+        [0; bindings::KSYM_NAME_LEN as usize],
+    )));
     // SAFETY: the sites lock is held (caller), so this is the only user.
     let (frames, name) = unsafe { &mut *BUFS.0.get() };
     copy_str(out, b"?");
@@ -541,7 +551,7 @@ pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
             continue;
         }
         for slot in table {
-            if slot.site.load(Ordering::Relaxed) == site as *const Site as *mut Site
+            if core::ptr::eq(slot.site.load(Ordering::Relaxed), site)
                 && slot.key.load(Ordering::Relaxed) > GONE
             {
                 slot.key.store(GONE, Ordering::Release);
@@ -605,7 +615,8 @@ fn grow() -> bool {
     }
     // SAFETY: may sleep; callers may. Zeroed, and charged to the helper's
     // own row.
-    let block = unsafe { bindings::alloc_tag_sites_alloc_block(size_of::<Block>()) }.cast::<Block>();
+    let block =
+        unsafe { bindings::alloc_tag_sites_alloc_block(size_of::<Block>()) }.cast::<Block>();
     if block.is_null() {
         return false;
     }

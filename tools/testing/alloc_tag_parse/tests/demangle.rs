@@ -103,9 +103,16 @@ fn every_symbol_of_a_sample_crate() {
     let dir = std::env::temp_dir().join(format!("alloc_tag_demangle_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let obj = dir.join("sample.o");
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/demangle_sample/sample.rs");
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/demangle_sample/sample.rs"
+    );
     let st = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
-        .args(["--edition=2021", "--crate-name=kernel", "-Csymbol-mangling-version=v0"])
+        .args([
+            "--edition=2021",
+            "--crate-name=kernel",
+            "-Csymbol-mangling-version=v0",
+        ])
         .args(["--emit=obj", "-o"])
         .arg(&obj)
         .arg(src)
@@ -131,9 +138,13 @@ fn every_symbol_of_a_sample_crate() {
         // Allocation machinery is decided by where the function is defined:
         // the sample's `alloc` module, not generic arguments from it.
         let full = format!("{:#}", rustc_demangle::demangle(sym));
-        let defined_in_alloc = full.starts_with("kernel::alloc::")
-            || full.starts_with("<kernel::alloc::");
-        assert_eq!(is_alloc_machinery(sym.as_bytes()), defined_in_alloc, "{full}");
+        let defined_in_alloc =
+            full.starts_with("kernel::alloc::") || full.starts_with("<kernel::alloc::");
+        assert_eq!(
+            is_alloc_machinery(sym.as_bytes()),
+            defined_in_alloc,
+            "{full}"
+        );
         // A prefix of a symbol never panics or reads past its end.
         for n in 0..sym.len() {
             let _ = fn_name(&sym.as_bytes()[..n]);
@@ -141,6 +152,10 @@ fn every_symbol_of_a_sample_crate() {
     }
     // Unoptimised, the sample keeps its closures and generic instances (and
     // the core functions it instantiates) as symbols of their own.
-    assert!(checked >= 20, "only {checked} of {} symbols checked: {syms:?}", syms.len());
+    assert!(
+        checked >= 20,
+        "only {checked} of {} symbols checked: {syms:?}",
+        syms.len()
+    );
     println!("exhaustive inputs: demangle_symbols {checked}");
 }

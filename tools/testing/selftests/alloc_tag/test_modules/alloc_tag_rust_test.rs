@@ -69,7 +69,13 @@ static STATE: State = State(UnsafeCell::new(Held {
 }));
 
 const KINDS: [&str; 5] = ["kbox", "kvec", "vbox", "kvbox", "adopt"];
-const FUNCS: [&str; 5] = ["alloc_kbox", "grow_kvec", "alloc_vbox", "alloc_kvbox", "adopt_kbox"];
+const FUNCS: [&str; 5] = [
+    "alloc_kbox",
+    "grow_kvec",
+    "alloc_vbox",
+    "alloc_kvbox",
+    "adopt_kbox",
+];
 static LINES: [AtomicU32; 5] = [const { AtomicU32::new(0) }; 5];
 
 fn seen(kind: usize, line: u32) {
