@@ -43,16 +43,17 @@ for c in "${configs[@]}"; do
 			{ echo "bench: build of $key failed, see $out/build-$key.log"; exit 1; }
 		# The benchmark module, built against this very kernel.
 		rm -rf "$w/bench-mod" && mkdir -p "$w/bench-mod"
-		cp "$B/module/alloc_tag_bench.c" "$B/module/Makefile" "$w/bench-mod/"
+		cp "$B/module/alloc_tag_bench.c" "$B/module/alloc_tag_rust_bench.rs" "$B/module/Makefile" "$w/bench-mod/"
 		make -s -C "$w/build" LLVM=-19 M="$w/bench-mod" modules > "$out/module-$key.log" 2>&1 ||
 			{ echo "bench: module for $key failed"; exit 1; }
 		mkdir -p "$w/bench-extra"
-		cp "$w/bench-mod/alloc_tag_bench.ko" "$out/allocinfo_read" "$w/bench-extra/"
+		cp "$w/bench-mod/alloc_tag_bench.ko" "$w/bench-mod/alloc_tag_rust_bench.ko" "$out/allocinfo_read" "$w/bench-extra/"
 		built="$built $key"
 	fi
 	name=${label#*:}
 	echo "== bench: booting $name"
 	CMD='insmod ./alloc_tag_bench.ko && rmmod alloc_tag_bench
+insmod ./alloc_tag_rust_bench.ko && rmmod alloc_tag_rust_bench
 dmesg | grep "alloc_tag_bench: loop="
 [ -r /proc/allocinfo ] && ./allocinfo_read && grep " func:alloc_slab_obj_exts " /proc/allocinfo
 dmesg | grep "bytes of page_ext"

@@ -121,6 +121,17 @@ void *rust_helper_alloc_tag_kvrealloc(const void *p, size_t size, gfp_t flags,
 	return ret;
 }
 
+/* Page::alloc_page() of rust/kernel/page.rs, charged to @tag likewise. */
+struct page *rust_helper_alloc_tag_alloc_pages(gfp_t gfp, unsigned int order,
+					       struct alloc_tag *tag)
+{
+	struct alloc_tag * __maybe_unused old = alloc_tag_save(tag);
+	struct page *page = alloc_pages_noprof(gfp, order);
+
+	alloc_tag_restore(tag, old);
+	return page;
+}
+
 /* Serialises the registration of Rust call sites, from any context. */
 static DEFINE_RAW_SPINLOCK(alloc_tag_sites_lock);
 

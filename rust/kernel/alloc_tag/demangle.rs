@@ -361,26 +361,24 @@ pub fn fn_name(sym: &[u8]) -> Option<FnName<'_>> {
 
 /// Whether the v0 symbol `sym` is a function of the kernel crate's
 /// allocation machinery (the allocators, the boxes and vectors, `Arc`,
-/// in-place initialisation, `CString`, the red-black tree's nodes, and this
-/// profiler): frames to look through when naming the function that asked
-/// for an allocation. Decided by the module the function is defined in, so
-/// a driver's function generic over a `KVec` is not one.
+/// in-place initialisation, `CString`, the red-black tree's nodes, `Page`,
+/// and this profiler's site lookup): frames to look through when naming the
+/// function that asked for an allocation. Decided by the module the
+/// function is defined in, so a driver's function generic over a `KVec` is
+/// not one; the profiler's other modules allocate for themselves and keep
+/// their names.
 pub fn is_alloc_machinery(sym: &[u8]) -> bool {
-    const MODULES: [&[u8]; 7] = [
-        b"alloc",
-        b"alloc_tag",
-        b"sync",
-        b"init",
-        b"str",
-        b"rbtree",
-        b"percpu",
-    ];
+    const MODULES: [&[u8]; 6] = [b"alloc", b"sync", b"init", b"str", b"rbtree", b"page"];
+    const SITES: &[u8] = b"9alloc_tag10rust_sites";
     match parse(sym) {
         Some(PathInfo {
             krate: b"kernel",
             module: Some(m),
             ..
-        }) => MODULES.contains(&m),
+        }) => {
+            MODULES.contains(&m)
+                || (m == b"alloc_tag" && sym.windows(SITES.len()).any(|w| w == SITES))
+        }
         _ => false,
     }
 }

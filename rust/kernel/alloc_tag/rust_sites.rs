@@ -29,8 +29,9 @@
 //!   charged are freed for reuse, the others stay reported (detached, under
 //!   the module's name) until their allocations are freed, as a module's C
 //!   tags do.
-//! - Before the profiler's initcall, without a free tag or a table slot, an
-//!   allocation is charged to one fallback row, `rust_site_unregistered`.
+//! - Before the profiler's initcall, with profiling `never`, or without a
+//!   free tag, an allocation is charged to one fallback row,
+//!   `rust_site_unregistered`.
 
 use super::AllocTag;
 use crate::{bindings, types::Opaque};
@@ -39,9 +40,12 @@ use core::mem::size_of;
 use core::panic::Location;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
-/// Tags per block: one allocation of tags and sites each time the pool runs
-/// low.
-const BLOCK_TAGS: usize = 64;
+/// Bytes of one block of tags and their sites, allocated each time the
+/// pool runs low: an order-2 allocation, filled.
+const BLOCK_BYTES: usize = 16384;
+
+/// Tags per block (51 on 64-bit).
+const BLOCK_TAGS: usize = BLOCK_BYTES / (size_of::<bindings::alloc_tag>() + size_of::<Site>());
 
 /// At most this many blocks (`CONFIG_MEM_ALLOC_PROFILING_RUST_SITES` sites).
 const MAX_BLOCKS: usize = {
@@ -272,13 +276,13 @@ fn lookup(table: &[Slot], key: usize) -> Option<&'static Site> {
 /// ```
 #[inline]
 pub fn tag_for(loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
-    let key = loc as *const Location<'static> as usize;
-    if let Some(table) = table() {
-        if let Some(site) = lookup(table, key) {
-            return site.tag;
-        }
+    let Some(table) = table() else {
+        return FALLBACK.as_raw();
+    };
+    match lookup(table, loc as *const Location<'static> as usize) {
+        Some(site) => site.tag,
+        None => register(table, loc),
     }
-    register(loc)
 }
 
 /// The `filename` of the code tag `ct`, as an atomic: a site tag gets its
@@ -428,10 +432,7 @@ fn insert(table: &[Slot], key: usize, site: &Site) -> bool {
 /// [`tag_for`].
 #[cold]
 #[inline(never)]
-fn register(loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
-    let Some(table) = table() else {
-        return FALLBACK.as_raw();
-    };
+fn register(table: &'static [Slot], loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
     let key = loc as *const Location<'static> as usize;
     let tag = {
         let _lock = SitesLock::new();
@@ -608,6 +609,8 @@ pub(crate) fn free_unlisted() {
     }
 }
 
+const _: () = assert!(size_of::<Block>() <= BLOCK_BYTES);
+
 /// Adds one block of free sites. Process context; may sleep.
 fn grow() -> bool {
     if SITES.nr_blocks.load(Ordering::Acquire) >= MAX_BLOCKS {
@@ -660,8 +663,13 @@ pub extern "C" fn alloc_tag_rust_sites_grow() {
 }
 
 /// Sets the Rust sites up: the table and the first block. Called from the
-/// profiler's initcall, after the registry.
+/// profiler's initcall, after the registry; nothing is set up if profiling
+/// is `never` (every Rust allocation then names the fallback tag, which is
+/// never charged).
 pub(crate) fn init() {
+    if !super::control::profiling_supported() {
+        return;
+    }
     let own = own_file();
     let tail = b"rust/kernel/alloc_tag/rust_sites.rs";
     if own.ends_with(tail) {

@@ -84,6 +84,18 @@ fn kernel_shaped_symbols() {
         ("_RNCNvCs1QnFpBW0rcS_14alloc_tag_rust4init0B3_", Some("init::{closure}"), false),
         ("_RNvNtCsdkXBs5YyiW6_6kernel9alloc_tag10rust_sites", Some("rust_sites"), true),
         ("_RNvNtNtCsdkXBs5YyiW6_6kernel4sync3arc3new", Some("new"), true),
+        // The profiler's site lookup is looked through, its other modules
+        // are not (they allocate for themselves).
+        (
+            "_RNvNtNtCsdkXBs5YyiW6_6kernel9alloc_tag10rust_sites15register_locked",
+            Some("register_locked"),
+            true,
+        ),
+        (
+            "_RNvNtNtCsdkXBs5YyiW6_6kernel9alloc_tag8registry12copy_strings",
+            Some("copy_strings"),
+            false,
+        ),
         // kernel, but not allocation machinery.
         ("_RNvNtCsdkXBs5YyiW6_6kernel5print11call_printk", Some("call_printk"), false),
         // Not v0, or broken.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Rust call sites: what alloc_tag_rust_test.ko allocates through KBox, KVec
- * (grown by pushes), VBox and KVBox is charged to the Rust line that asked,
+ * (grown by pushes), VBox, KVBox and Page is charged to the Rust line that asked,
  * under the module's name and the function's, with exact bytes and calls;
  * freeing brings each row to zero, unloading takes the rows away, and an
  * allocation that outlives the module keeps its row until it is freed.
@@ -9,12 +9,16 @@
  */
 #include "alloc_tag_util.h"
 
+#include <sys/ioctl.h>
+
+#include "../../../../include/uapi/linux/alloc_tag.h"
 #include "../kselftest_harness.h"
 
 #define PAGE		4096LL
 #define RT_MOD		"alloc_tag_rust_test"
 #define RT_FILE		"tools/testing/selftests/alloc_tag/test_modules/alloc_tag_rust_test.rs"
 #define RT_SITES	ATT_DIR "/rust_sites"
+#define RT_SITES_NR	5	/* held by "rust alloc" */
 
 /* The module's site of @kind: the line it reports and the function it names. */
 static int rt_site(const char *kind, unsigned int *line, char func[64])
@@ -78,18 +82,19 @@ static int rt_count(struct rt_count *c)
 }
 
 FIXTURE(rust) {
-	struct rt_expect exp[4];
+	struct rt_expect exp[RT_SITES_NR];
 };
 
 FIXTURE_SETUP(rust)
 {
-	const struct rt_expect exp[4] = {
+	const struct rt_expect exp[RT_SITES_NR] = {
 		{ "kbox", "alloc_kbox", ai_kmalloc_bytes(256), 1 },
 		/* 100 pushes from empty: capacity 128 u64, one kmalloc-1k object */
 		{ "kvec", "grow_kvec", ai_kmalloc_bytes(1024), 1 },
 		/* four pages, one call each, and their 32-byte page array */
 		{ "vbox", "alloc_vbox", 4 * PAGE + ai_kmalloc_bytes(32), 5 },
 		{ "kvbox", "alloc_kvbox", ai_kmalloc_bytes(512), 1 },
+		{ "page", "alloc_one_page", PAGE, 1 },
 	};
 
 	if (ai_is_upstream())
@@ -116,7 +121,7 @@ FIXTURE_TEARDOWN(rust)
 static void rt_check_rows(struct __test_metadata *_metadata,
 			  const struct rt_expect *exp, bool held)
 {
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < RT_SITES_NR; i++) {
 		struct ai_row r;
 		unsigned int line;
 		char func[64];
@@ -155,12 +160,52 @@ TEST_F(rust, one_row_per_site_none_on_helpers)
 	ASSERT_EQ(0, rt_count(&held));
 	ASSERT_EQ(0, att_ctl("rust free"));
 	ASSERT_EQ(0, rt_count(&after));
-	EXPECT_EQ(4, held.module_rows);
-	EXPECT_EQ(4, after.module_rows);
+	EXPECT_EQ(RT_SITES_NR, held.module_rows);
+	EXPECT_EQ(RT_SITES_NR, after.module_rows);
 	EXPECT_EQ(before.helper_bytes, held.helper_bytes);
 	EXPECT_EQ(before.helper_calls, held.helper_calls);
 	EXPECT_EQ(before.helper_bytes, after.helper_bytes);
 	EXPECT_EQ(before.helper_calls, after.helper_calls);
+}
+
+/* The ioctls report the same tags: a module filter finds the sites. */
+TEST_F(rust, ioctl_reports_the_sites)
+{
+	struct allocinfo_get_at g = { .pos = 0 };
+	struct allocinfo_tag_data d[8];
+	int fd, n = 0, ret;
+
+	ASSERT_EQ(0, att_ctl("rust alloc"));
+	fd = open(AI_PATH, O_RDONLY);
+	ASSERT_LE(0, fd);
+	g.filter.mask = ALLOCINFO_FILTER_MASK_MODNAME;
+	snprintf(g.filter.fields.modname, sizeof(g.filter.fields.modname), "%s", RT_MOD);
+	ASSERT_EQ(0, ioctl(fd, ALLOCINFO_IOC_GET_AT, &g)) TH_LOG("errno %d", errno);
+	d[n++] = g.data;
+	while (n < 8 && !(ret = ioctl(fd, ALLOCINFO_IOC_GET_NEXT, &d[n])))
+		n++;
+	EXPECT_EQ(ENOENT, n < 8 ? errno : ENOENT);
+	close(fd);
+	ASSERT_EQ(RT_SITES_NR, n);
+	for (int i = 0; i < RT_SITES_NR; i++) {
+		unsigned int line;
+		char func[64];
+		int k;
+
+		for (k = 0; k < RT_SITES_NR; k++)
+			if (!strcmp(d[i].tag.function, self->exp[k].func))
+				break;
+		ASSERT_GT(RT_SITES_NR, k) TH_LOG("unexpected function %s", d[i].tag.function);
+		ASSERT_EQ(0, rt_site(self->exp[k].kind, &line, func));
+		EXPECT_STREQ(RT_MOD, d[i].tag.modname);
+		EXPECT_EQ(line, d[i].tag.lineno);
+		EXPECT_EQ(self->exp[k].bytes, (long long)d[i].counter.bytes);
+		EXPECT_EQ(self->exp[k].calls, d[i].counter.calls);
+		EXPECT_EQ(1, d[i].counter.accurate);
+		/* The file name's tail, as the ioctl keeps it. */
+		EXPECT_EQ(0, strcmp(d[i].tag.filename,
+				    RT_FILE + strlen(RT_FILE) - strlen(d[i].tag.filename)));
+	}
 }
 
 /* Unloading frees what the module held and takes its rows away. */

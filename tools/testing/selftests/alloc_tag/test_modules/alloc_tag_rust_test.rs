@@ -10,7 +10,7 @@
 //!
 //! - `echo "rust alloc" > /sys/kernel/debug/alloc_tag_test/ctl`: one
 //!   `KBox<[u8; 200]>`, a `KVec<u64>` grown by 100 pushes from empty, a
-//!   `VBox` of four pages and a `KVBox<[u8; 300]>`, held;
+//!   `VBox` of four pages, a `KVBox<[u8; 300]>` and a `Page`, held;
 //! - `rust free`: drops them;
 //! - `rust adopt`: a `KBox<[u8; 100]>` handed to alloc_tag_test.ko, which
 //!   frees it at its `release` command, after this module may be gone.
@@ -24,6 +24,7 @@ use core::ffi::{c_char, c_int, c_void};
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::alloc::{KBox, KVBox, KVec, VBox};
+use kernel::page::Page;
 use kernel::prelude::*;
 
 module! {
@@ -51,6 +52,7 @@ struct Held {
     kvec: KVec<u64>,
     vbox: Option<VBox<MaybeUninit<[u8; VBOX_BYTES]>>>,
     kvbox: Option<KVBox<[u8; 300]>>,
+    page: Option<Page>,
 }
 
 /// The held objects, touched only by the command callback, which
@@ -66,17 +68,19 @@ static STATE: State = State(UnsafeCell::new(Held {
     kvec: KVec::new(),
     vbox: None,
     kvbox: None,
+    page: None,
 }));
 
-const KINDS: [&str; 5] = ["kbox", "kvec", "vbox", "kvbox", "adopt"];
-const FUNCS: [&str; 5] = [
+const KINDS: [&str; 6] = ["kbox", "kvec", "vbox", "kvbox", "adopt", "page"];
+const FUNCS: [&str; 6] = [
     "alloc_kbox",
     "grow_kvec",
     "alloc_vbox",
     "alloc_kvbox",
     "adopt_kbox",
+    "alloc_one_page",
 ];
-static LINES: [AtomicU32; 5] = [const { AtomicU32::new(0) }; 5];
+static LINES: [AtomicU32; 6] = [const { AtomicU32::new(0) }; 6];
 
 fn seen(kind: usize, line: u32) {
     LINES[kind].store(line, Ordering::Relaxed);
@@ -117,6 +121,14 @@ fn alloc_kvbox(h: &mut Held) -> Result {
 }
 
 #[inline(never)]
+fn alloc_one_page(h: &mut Held) -> Result {
+    let (p, line) = (Page::alloc_page(GFP_KERNEL)?, line!());
+    seen(5, line);
+    h.page = Some(p);
+    Ok(())
+}
+
+#[inline(never)]
 fn adopt_kbox() -> Result {
     let (b, line) = (KBox::new([4u8; 100], GFP_KERNEL)?, line!());
     seen(4, line);
@@ -136,6 +148,7 @@ fn free_all(h: &mut Held) {
     h.kvec = KVec::new();
     h.vbox = None;
     h.kvbox = None;
+    h.page = None;
 }
 
 fn alloc_all(h: &mut Held) -> Result {
@@ -143,7 +156,8 @@ fn alloc_all(h: &mut Held) -> Result {
     alloc_kbox(h)?;
     grow_kvec(h)?;
     alloc_vbox(h)?;
-    alloc_kvbox(h)
+    alloc_kvbox(h)?;
+    alloc_one_page(h)
 }
 
 /// The command callback: 1 alloc, 2 free, 3 adopt.
