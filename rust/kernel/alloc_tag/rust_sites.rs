@@ -671,7 +671,8 @@ pub(crate) fn init() {
         return;
     }
     let own = own_file();
-    let tail = b"rust/kernel/alloc_tag/rust_sites.rs";
+    // This file from the source tree's top, as `FALLBACK` names it.
+    let tail = concat!("rust/kernel/alloc_tag/", "rust_sites.rs").as_bytes();
     if own.ends_with(tail) {
         SITES
             .prefix_len
