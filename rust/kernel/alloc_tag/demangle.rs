@@ -355,6 +355,25 @@ fn parse(sym: &[u8]) -> Option<PathInfo<'_>> {
 
 /// The function name of the v0 symbol `sym`, `None` if `sym` is not a v0
 /// symbol naming a function.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::alloc_tag::demangle::fn_name;
+///
+/// // `my_driver::probe`, a method `<Vec<T, A>>::reserve`, and a closure in
+/// // `my_driver::init`.
+/// let name = |sym: &'static [u8]| fn_name(sym).map(|f| (f.ident, f.closures));
+/// assert_eq!(name(b"_RNvCs1QnFpBW0rcS_9my_driver5probe"), Some((&b"probe"[..], 0)));
+/// assert_eq!(
+///     name(b"_RNvMs_NtNtCsdkXBs5YyiW6_6kernel5alloc4kvecINtB4_3VecppE7reserve"),
+///     Some((&b"reserve"[..], 0))
+/// );
+/// assert_eq!(name(b"_RNCNvCs1QnFpBW0rcS_9my_driver4init0B3_"), Some((&b"init"[..], 1)));
+/// // C symbols and broken ones name nothing.
+/// assert!(fn_name(b"kmalloc_trace_noprof").is_none());
+/// assert!(fn_name(b"_RNvCs1QnFpBW0rcS_9my_driver5pro").is_none());
+/// ```
 pub fn fn_name(sym: &[u8]) -> Option<FnName<'_>> {
     parse(sym)?.name
 }
@@ -367,6 +386,18 @@ pub fn fn_name(sym: &[u8]) -> Option<FnName<'_>> {
 /// function is defined in, so a driver's function generic over a `KVec` is
 /// not one; the profiler's other modules allocate for themselves and keep
 /// their names.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::alloc_tag::demangle::is_alloc_machinery;
+///
+/// // `kernel::sync::arc::Arc::new` is looked through; a driver's function
+/// // and the kernel's `print` module are not.
+/// assert!(is_alloc_machinery(b"_RNvNtNtCsdkXBs5YyiW6_6kernel4sync3arc3new"));
+/// assert!(!is_alloc_machinery(b"_RNvCs1QnFpBW0rcS_9my_driver5probe"));
+/// assert!(!is_alloc_machinery(b"_RNvNtCsdkXBs5YyiW6_6kernel5print11call_printk"));
+/// ```
 pub fn is_alloc_machinery(sym: &[u8]) -> bool {
     const MODULES: [&[u8]; 6] = [b"alloc", b"sync", b"init", b"str", b"rbtree", b"page"];
     const SITES: &[u8] = b"9alloc_tag10rust_sites";
