@@ -10,7 +10,10 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 CACHE_DIR=${CACHE_DIR:-$HOME/.cache/allocprof}
-export CARGO_TARGET_DIR="$CACHE_DIR/allocinfo-target"
+# One target directory per checkout: cargo keeps path dependencies fresh by
+# their files' times, so two clones sharing one would link each other's stale
+# builds of the same crate.
+export CARGO_TARGET_DIR="$CACHE_DIR/allocinfo-target-$(printf '%s' "$here" | cksum | cut -d' ' -f1)"
 venv="$CACHE_DIR/venv"
 fixtures="$here/tests/fixtures"
 selftest="$here/../testing/selftests/alloc_tag/allocinfo_tool.sh"

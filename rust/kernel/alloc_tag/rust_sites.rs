@@ -47,9 +47,10 @@ const BLOCK_BYTES: usize = 16384;
 /// Tags per block (51 on 64-bit).
 const BLOCK_TAGS: usize = BLOCK_BYTES / (size_of::<bindings::alloc_tag>() + size_of::<Site>());
 
-/// At most this many blocks (`CONFIG_MEM_ALLOC_PROFILING_RUST_SITES` sites).
+/// At most this many blocks: `CONFIG_MEM_ALLOC_PROFILING_RUST_SITES` sites,
+/// rounded down to whole blocks (1020 sites for 1024).
 const MAX_BLOCKS: usize = {
-    let n = (bindings::CONFIG_MEM_ALLOC_PROFILING_RUST_SITES as usize).div_ceil(BLOCK_TAGS);
+    let n = bindings::CONFIG_MEM_ALLOC_PROFILING_RUST_SITES as usize / BLOCK_TAGS;
     if n == 0 {
         1
     } else {
@@ -57,7 +58,8 @@ const MAX_BLOCKS: usize = {
     }
 };
 
-/// Table slots: a power of two, at least twice the sites.
+/// Table slots: a power of two, at least twice the sites (2048 slots, 32 KiB,
+/// for 1020 sites).
 const TABLE_BITS: u32 = (2 * MAX_BLOCKS * BLOCK_TAGS)
     .next_power_of_two()
     .trailing_zeros();

@@ -10,7 +10,10 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 CACHE_DIR=${CACHE_DIR:-$HOME/.cache/allocprof}
-export CARGO_TARGET_DIR="$CACHE_DIR/parse-target"
+# One target directory per checkout: cargo keeps path dependencies fresh by
+# their files' times, so two clones sharing one would link each other's stale
+# builds of the same crate.
+export CARGO_TARGET_DIR="$CACHE_DIR/parse-target-$(printf '%s' "$here" | cksum | cut -d' ' -f1)"
 min_inputs=1000000
 
 passed=0
