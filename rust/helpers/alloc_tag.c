@@ -91,35 +91,20 @@ void rust_helper_alloc_tag_synchronize_rcu_tasks(void)
  * tag set around them, as alloc_hooks() does for a C call site: nothing
  * here is a call site of its own.
  */
-void *rust_helper_alloc_tag_krealloc(const void *p, size_t size, gfp_t flags,
-				     struct alloc_tag *tag)
-{
-	struct alloc_tag * __maybe_unused old = alloc_tag_save(tag);
-	void *ret = krealloc_noprof(p, size, flags);
-
-	alloc_tag_restore(tag, old);
-	return ret;
+#define ALLOC_TAG_RUST_REALLOC(name)					\
+void *rust_helper_alloc_tag_##name(const void *p, size_t size,		\
+				   gfp_t flags, struct alloc_tag *tag)	\
+{									\
+	struct alloc_tag * __maybe_unused old = alloc_tag_save(tag);	\
+	void *ret = name##_noprof(p, size, flags);			\
+									\
+	alloc_tag_restore(tag, old);					\
+	return ret;							\
 }
 
-void *rust_helper_alloc_tag_vrealloc(const void *p, size_t size, gfp_t flags,
-				     struct alloc_tag *tag)
-{
-	struct alloc_tag * __maybe_unused old = alloc_tag_save(tag);
-	void *ret = vrealloc_noprof(p, size, flags);
-
-	alloc_tag_restore(tag, old);
-	return ret;
-}
-
-void *rust_helper_alloc_tag_kvrealloc(const void *p, size_t size, gfp_t flags,
-				      struct alloc_tag *tag)
-{
-	struct alloc_tag * __maybe_unused old = alloc_tag_save(tag);
-	void *ret = kvrealloc_noprof(p, size, flags);
-
-	alloc_tag_restore(tag, old);
-	return ret;
-}
+ALLOC_TAG_RUST_REALLOC(krealloc)
+ALLOC_TAG_RUST_REALLOC(vrealloc)
+ALLOC_TAG_RUST_REALLOC(kvrealloc)
 
 /* Page::alloc_page() of rust/kernel/page.rs, charged to @tag likewise. */
 struct page *rust_helper_alloc_tag_alloc_pages(gfp_t gfp, unsigned int order,

@@ -30,8 +30,8 @@
 //! updates are compare-and-swap loops on `page->flags`, whose other bits
 //! other CPUs may change at any time.
 
-use super::{registry, tag_ref::debug, AllocTag};
-use crate::{alloc::flags::GFP_KERNEL, alloc::KVVec, bindings, types::Opaque};
+use super::{registry, tag_ref::debug, AllocTag, PerCpuCounters};
+use crate::{alloc::flags::GFP_KERNEL, alloc::KVVec, bindings};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 /// Free page-flag bits of this config (`ALLOC_TAG_PGFLAG_FREE`).
@@ -87,38 +87,21 @@ core::arch::global_asm!(
     mods = const MODULE_IDS,
 );
 
-/// The overflow tag's per-CPU counters, a `DEFINE_PER_CPU()` of Rust.
-#[repr(transparent)]
-struct PerCpuCounters(Opaque<bindings::alloc_tag_counters>);
-
-// SAFETY: only ever reached through its per-CPU address, with per-CPU
-// operations, as any tag's counters.
-unsafe impl Sync for PerCpuCounters {}
-
 #[link_section = ".data..percpu"]
-static OVERFLOW_COUNTERS: PerCpuCounters =
-    PerCpuCounters(Opaque::new(bindings::alloc_tag_counters {
-        bytes: 0,
-        calls: 0,
-    }));
+static OVERFLOW_COUNTERS: PerCpuCounters = PerCpuCounters::new();
 
 /// The overflow row: pages charged by tags that have no index. Always
 /// `accurate:no`, as are the tags whose pages it holds.
 #[used]
 #[link_section = "alloc_tags"]
-static OVERFLOW_TAG: AllocTag = AllocTag(Opaque::new(bindings::alloc_tag {
-    ct: bindings::codetag {
-        flags: bindings::CODETAG_FLAG_INACCURATE,
-        lineno: line!(),
-        modname: core::ptr::null(),
-        function: c"page_tag_index_overflow".as_ptr().cast(),
-        // This source file, as the row shows it (the path from srctree).
-        filename: concat!("rust/kernel/alloc_tag/", "compressed.rs", "\0")
-            .as_ptr()
-            .cast(),
-    },
-    counters: OVERFLOW_COUNTERS.0.get(),
-}));
+static OVERFLOW_TAG: AllocTag = AllocTag::new_static(
+    // This source file, as the row shows it (the path from srctree).
+    concat!("rust/kernel/alloc_tag/", "compressed.rs", "\0"),
+    line!(),
+    c"page_tag_index_overflow",
+    bindings::CODETAG_FLAG_INACCURATE,
+    &OVERFLOW_COUNTERS,
+);
 
 /// Where page tags are kept in this boot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -278,15 +261,17 @@ fn module_table() -> Option<&'static [AtomicUsize]> {
     Some(unsafe { core::slice::from_raw_parts(ptr, n) })
 }
 
-/// Gives the `len` tags from `start` (a module's section) consecutive
-/// indexes, if the table has that many free slots in a row; returns the
-/// first. Called with the registry held for writing, so slots are not
-/// taken concurrently.
+/// Gives the `len` tags from `start` (a module's section, or a block of
+/// Rust site tags) consecutive indexes, if the table has that many free
+/// slots in a row; returns the first. Called with the registry held for
+/// writing, so slots are not taken concurrently.
 ///
 /// # Safety
 ///
-/// `start..start + len` are the tags of a module being loaded, not yet
-/// used by any allocation.
+/// `start..start + len` are valid tags that stay so until their indexes
+/// are released, with no index yet: the tags of a module being loaded, or
+/// of a block of Rust sites (whose pages charged before this are on the
+/// overflow row).
 pub(crate) unsafe fn assign_module_ids(start: *mut bindings::alloc_tag, len: usize) -> Option<u32> {
     if MODE.load(Ordering::Acquire) != COMPRESSED || len == 0 {
         return None;

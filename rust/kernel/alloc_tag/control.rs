@@ -271,10 +271,13 @@ fn sysctl_init() {
 #[no_mangle]
 extern "C" fn alloc_tag_init() -> c_int {
     super::registry::init();
+    // Before anything else allocates from Rust, so that it is on rows of
+    // its own.
+    super::rust_sites::init();
     super::compressed::init();
+    super::registry::assign_rust_ids();
     // SAFETY: the percpu allocator is up at device initcalls.
     unsafe { bindings::pcpu_alloc_tag_init_boot_chunks() };
-    super::rust_sites::init();
     sysctl_init();
     super::report::procfs_init();
     let (store, width, capacity, tags) = super::compressed::describe();

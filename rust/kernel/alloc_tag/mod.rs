@@ -56,6 +56,26 @@ pub struct Counters {
     pub calls: u64,
 }
 
+/// The per-CPU counters of a tag defined in Rust, a `DEFINE_PER_CPU()` of
+/// Rust: a `static` of this type placed in `.data..percpu`, whose address is
+/// the `__percpu` pointer.
+#[repr(transparent)]
+pub(crate) struct PerCpuCounters(Opaque<bindings::alloc_tag_counters>);
+
+// SAFETY: only ever reached through its per-CPU address, with per-CPU
+// operations, as any tag's counters.
+unsafe impl Sync for PerCpuCounters {}
+
+impl PerCpuCounters {
+    /// Zeroed counters.
+    pub(crate) const fn new() -> Self {
+        PerCpuCounters(Opaque::new(bindings::alloc_tag_counters {
+            bytes: 0,
+            calls: 0,
+        }))
+    }
+}
+
 /// The tag of one allocation call site (`struct alloc_tag`).
 ///
 /// # Invariants
@@ -76,6 +96,29 @@ pub struct AllocTag(Opaque<bindings::alloc_tag>);
 unsafe impl Sync for AllocTag {}
 
 impl AllocTag {
+    /// A tag of the Rust core's own, for a `static` in the `alloc_tags`
+    /// section: `file` (NUL-terminated, from the source tree's top) and
+    /// `line` name its row, `function` its function; `counters` must be in
+    /// `.data..percpu`.
+    pub(crate) const fn new_static(
+        file: &'static str,
+        line: u32,
+        function: &'static core::ffi::CStr,
+        flags: u32,
+        counters: &'static PerCpuCounters,
+    ) -> AllocTag {
+        AllocTag(Opaque::new(bindings::alloc_tag {
+            ct: bindings::codetag {
+                flags,
+                lineno: line,
+                modname: core::ptr::null(),
+                function: function.as_ptr().cast(),
+                filename: file.as_ptr().cast(),
+            },
+            counters: counters.0.get(),
+        }))
+    }
+
     /// Borrows a tag.
     ///
     /// # Safety

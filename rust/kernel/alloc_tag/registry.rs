@@ -637,6 +637,24 @@ pub(crate) unsafe fn add_rust_block(start: *mut bindings::alloc_tag, len: usize)
     Ok(())
 }
 
+/// Gives compressed page-tag indexes to the blocks of Rust site tags added
+/// before the page tag store was set up (the first one, at the initcall).
+/// Pages charged to their tags before then were counted on the overflow
+/// row.
+pub(crate) fn assign_rust_ids() {
+    let Some(mut w) = WriteGuard::new() else {
+        return;
+    };
+    for seg in w.modules().iter_mut() {
+        if seg.rust_sites && seg.page_ids.is_none() {
+            // SAFETY: the block's tags are valid for good; indexes are
+            // only set in their flags, atomically, and the registry is
+            // held for writing.
+            seg.page_ids = unsafe { super::compressed::assign_module_ids(seg.start, seg.len) };
+        }
+    }
+}
+
 /// The tag area for a module's `alloc_tags` section of `size` bytes: the
 /// loader copies the section there and relocates the module against it.
 /// NULL, failing the load with -ENOMEM, if there is no memory.

@@ -33,8 +33,8 @@
 //!   free tag, an allocation is charged to one fallback row,
 //!   `rust_site_unregistered`.
 
-use super::AllocTag;
-use crate::{bindings, types::Opaque};
+use super::{AllocTag, PerCpuCounters};
+use crate::bindings;
 use core::cell::UnsafeCell;
 use core::mem::size_of;
 use core::panic::Location;
@@ -109,9 +109,11 @@ struct SiteData {
 ///
 /// # Invariants
 ///
-/// `data` is written only under the sites lock, while `state` is `FREE`
-/// and the tag is not in use (its `filename` NULL); readers of the tag's
-/// strings read it once the tag is in use.
+/// `tag` is the tag of the same index in the site's block, set before the
+/// block is published. `data` is only touched under the sites lock; its
+/// strings, which the tag points to, are written only while `state` is
+/// `FREE` and the tag is not in use (its `filename` NULL), so that readers
+/// of a tag in use see them complete.
 struct Site {
     state: AtomicU8,
     tag: *mut bindings::alloc_tag,
@@ -156,37 +158,20 @@ static SITES: Sites = Sites {
     prefix_len: AtomicUsize::new(0),
 };
 
-/// The fallback tag's per-CPU counters.
-#[repr(transparent)]
-struct PerCpuCounters(Opaque<bindings::alloc_tag_counters>);
-
-// SAFETY: only ever reached through its per-CPU address, with per-CPU
-// operations, as any tag's counters.
-unsafe impl Sync for PerCpuCounters {}
-
 #[link_section = ".data..percpu"]
-static FALLBACK_COUNTERS: PerCpuCounters =
-    PerCpuCounters(Opaque::new(bindings::alloc_tag_counters {
-        bytes: 0,
-        calls: 0,
-    }));
+static FALLBACK_COUNTERS: PerCpuCounters = PerCpuCounters::new();
 
 /// The row of Rust allocations whose site has no tag of its own (before
-/// the profiler is up, or with every site tag taken).
+/// the profiler is up, in `never` mode, or with every site tag taken).
 #[used]
 #[link_section = "alloc_tags"]
-static FALLBACK: AllocTag = AllocTag(Opaque::new(bindings::alloc_tag {
-    ct: bindings::codetag {
-        flags: 0,
-        lineno: line!(),
-        modname: core::ptr::null(),
-        function: c"rust_site_unregistered".as_ptr().cast(),
-        filename: concat!("rust/kernel/alloc_tag/", "rust_sites.rs", "\0")
-            .as_ptr()
-            .cast(),
-    },
-    counters: FALLBACK_COUNTERS.0.get(),
-}));
+static FALLBACK: AllocTag = AllocTag::new_static(
+    concat!("rust/kernel/alloc_tag/", "rust_sites.rs", "\0"),
+    line!(),
+    c"rust_site_unregistered",
+    0,
+    &FALLBACK_COUNTERS,
+);
 
 /// The sites lock, held (interrupts off) while this lives.
 struct SitesLock(crate::ffi::c_ulong);
@@ -387,10 +372,7 @@ fn caller_name(out: &mut [u8]) {
         }
         // SAFETY: kallsyms returned a NUL-terminated name.
         let sym = unsafe { crate::str::CStr::from_char_ptr(sym) }.as_bytes();
-        if super::demangle::is_alloc_machinery(sym)
-            || sym.starts_with(b"rust_helper_")
-            || sym.starts_with(b"alloc_tag_")
-        {
+        if super::demangle::is_alloc_machinery(sym) || sym.starts_with(b"rust_helper_") {
             continue;
         }
         match super::demangle::fn_name(sym) {
