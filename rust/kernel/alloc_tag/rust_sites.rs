@@ -11,7 +11,9 @@
 //!
 //! - The hot path is a lookup in a fixed open-addressed table keyed by the
 //!   address of the `Location` (a static the compiler emits per call site):
-//!   a hash, at most [`MAX_PROBE`] loads, no lock, no allocation.
+//!   a hash, at most [`MAX_PROBE`] loads, no lock, no allocation, in one
+//!   out-of-line function (so that the allocators' `realloc()`, which calls
+//!   it, stays small enough to inline, and frees pay nothing for it).
 //! - The first allocation from a site registers it ([`register`], once, on a
 //!   cold path under a raw spinlock, from any context but NMI): it takes a
 //!   free tag from a pre-allocated block, fills it with the site's file
@@ -233,7 +235,8 @@ fn lookup(table: &[Slot], key: usize) -> Option<&'static Site> {
 /// The tag to charge an allocation from the Rust call site `loc` to.
 ///
 /// Lock-free and bounded unless the site is new, which registers it once
-/// (from any context, never sleeping or allocating).
+/// (from any context, never sleeping or allocating). Not inlined: see the
+/// module documentation.
 ///
 /// # Examples
 ///
@@ -261,7 +264,7 @@ fn lookup(table: &[Slot], key: usize) -> Option<&'static Site> {
 ///     assert_eq!(*first.get_or_insert(c.as_raw()), c.as_raw());
 /// }
 /// ```
-#[inline]
+#[inline(never)]
 pub fn tag_for(loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
     let Some(table) = table() else {
         return FALLBACK.as_raw();
