@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Rust call sites: what alloc_tag_rust_test.ko allocates through KBox, KVec
- * (grown by pushes), VBox, KVBox and Page is charged to the Rust line that asked,
- * under the module's name and the function's, with exact bytes and calls;
+ * (grown by pushes), VBox, KVBox and Page, and a KBox in atomic context, is
+ * charged to the Rust line that asked, under the module's name and the
+ * function's, with exact bytes and calls;
  * freeing brings each row to zero, unloading takes the rows away, and an
  * allocation that outlives the module keeps its row until it is freed.
  * Nothing of it is charged to a rust/helpers/ line.
@@ -25,7 +26,7 @@
 #define RT_MOD		"alloc_tag_rust_test"
 #define RT_FILE		"tools/testing/selftests/alloc_tag/test_modules/alloc_tag_rust_test.rs"
 #define RT_SITES	ATT_DIR "/rust_sites"
-#define RT_SITES_NR	5	/* held by "rust alloc" */
+#define RT_SITES_NR	6	/* held by "rust alloc" */
 
 /* The module's site of @kind: the line it reports and the function it names. */
 static int rt_site(const char *kind, unsigned int *line, char func[64])
@@ -102,6 +103,8 @@ FIXTURE_SETUP(rust)
 		{ "vbox", "alloc_vbox", 4 * PAGE + ai_kmalloc_bytes(32), 5 },
 		{ "kvbox", "alloc_kvbox", ai_kmalloc_bytes(512), 1 },
 		{ "page", "alloc_one_page", PAGE, 1 },
+		/* GFP_ATOMIC with preemption off: registered in atomic context */
+		{ "atomic", "alloc_atomic", ai_kmalloc_bytes(64), 1 },
 	};
 
 	if (ai_is_upstream())

@@ -10,7 +10,10 @@
 //!
 //! - `echo "rust alloc" > /sys/kernel/debug/alloc_tag_test/ctl`: one
 //!   `KBox<[u8; 200]>`, a `KVec<u64>` grown by 100 pushes from empty, a
-//!   `VBox` of four pages, a `KVBox<[u8; 300]>` and a `Page`, held;
+//!   `VBox` of four pages, a `KVBox<[u8; 300]>`, a `Page` and, with
+//!   preemption disabled, a `GFP_ATOMIC` `KBox<[u8; 64]>`, held (each site's
+//!   first allocation registers it, so the last one registers in atomic
+//!   context);
 //! - `rust free`: drops them;
 //! - `rust adopt`: a `KBox<[u8; 100]>` handed to alloc_tag_test.ko, which
 //!   frees it at its `release` command, after this module may be gone.
@@ -53,6 +56,7 @@ struct Held {
     vbox: Option<VBox<MaybeUninit<[u8; VBOX_BYTES]>>>,
     kvbox: Option<KVBox<[u8; 300]>>,
     page: Option<Page>,
+    atomic: Option<KBox<[u8; 64]>>,
 }
 
 /// The held objects, touched only by the command callback, which
@@ -69,18 +73,20 @@ static STATE: State = State(UnsafeCell::new(Held {
     vbox: None,
     kvbox: None,
     page: None,
+    atomic: None,
 }));
 
-const KINDS: [&str; 6] = ["kbox", "kvec", "vbox", "kvbox", "adopt", "page"];
-const FUNCS: [&str; 6] = [
+const KINDS: [&str; 7] = ["kbox", "kvec", "vbox", "kvbox", "adopt", "page", "atomic"];
+const FUNCS: [&str; 7] = [
     "alloc_kbox",
     "grow_kvec",
     "alloc_vbox",
     "alloc_kvbox",
     "adopt_kbox",
     "alloc_one_page",
+    "alloc_atomic",
 ];
-static LINES: [AtomicU32; 6] = [const { AtomicU32::new(0) }; 6];
+static LINES: [AtomicU32; 7] = [const { AtomicU32::new(0) }; 7];
 
 fn seen(kind: usize, line: u32) {
     LINES[kind].store(line, Ordering::Relaxed);
@@ -129,6 +135,18 @@ fn alloc_one_page(h: &mut Held) -> Result {
 }
 
 #[inline(never)]
+fn alloc_atomic(h: &mut Held) -> Result {
+    // SAFETY: paired with the enable below; nothing in between sleeps.
+    unsafe { kernel::bindings::preempt_disable() };
+    let (b, line) = (KBox::new([6u8; 64], GFP_ATOMIC), line!());
+    // SAFETY: disabled above.
+    unsafe { kernel::bindings::preempt_enable() };
+    seen(6, line);
+    h.atomic = Some(b?);
+    Ok(())
+}
+
+#[inline(never)]
 fn adopt_kbox() -> Result {
     let (b, line) = (KBox::new([4u8; 100], GFP_KERNEL)?, line!());
     seen(4, line);
@@ -149,6 +167,7 @@ fn free_all(h: &mut Held) {
     h.vbox = None;
     h.kvbox = None;
     h.page = None;
+    h.atomic = None;
 }
 
 fn alloc_all(h: &mut Held) -> Result {
@@ -157,7 +176,8 @@ fn alloc_all(h: &mut Held) -> Result {
     grow_kvec(h)?;
     alloc_vbox(h)?;
     alloc_kvbox(h)?;
-    alloc_one_page(h)
+    alloc_one_page(h)?;
+    alloc_atomic(h)
 }
 
 /// The command callback: 1 alloc, 2 free, 3 adopt.
