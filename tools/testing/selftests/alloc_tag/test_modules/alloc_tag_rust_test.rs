@@ -10,8 +10,8 @@
 //!
 //! - `echo "rust alloc" > /sys/kernel/debug/alloc_tag_test/ctl`: one
 //!   `KBox<[u8; 200]>`, a `KVec<u64>` grown by 100 pushes from empty, a
-//!   `VBox` of four pages, a `KVBox<[u8; 300]>`, a `Page` and, with
-//!   preemption disabled, a `GFP_ATOMIC` `KBox<[u8; 64]>`, held (each site's
+//!   `VBox` of four pages, a `KVBox<[u8; 300]>`, a `Page` and, under a
+//!   spinlock, a `GFP_ATOMIC` `KBox<[u8; 64]>`, held (each site's
 //!   first allocation registers it, so the last one registers in atomic
 //!   context);
 //! - `rust free`: drops them;
@@ -29,6 +29,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::alloc::{KBox, KVBox, KVec, VBox};
 use kernel::page::Page;
 use kernel::prelude::*;
+use kernel::{bindings, c_str, types::Opaque};
 
 module! {
     type: AllocTagRustTest,
@@ -134,13 +135,26 @@ fn alloc_one_page(h: &mut Held) -> Result {
     Ok(())
 }
 
+/// A spinlock to allocate under, initialised at module init, and its
+/// lockdep class.
+struct AtomicLock(
+    Opaque<bindings::spinlock_t>,
+    Opaque<bindings::lock_class_key>,
+);
+
+// SAFETY: the kernel's spinlock serialises its users; lockdep its keys.
+unsafe impl Sync for AtomicLock {}
+
+static ATOMIC_LOCK: AtomicLock = AtomicLock(Opaque::uninit(), Opaque::uninit());
+
 #[inline(never)]
 fn alloc_atomic(h: &mut Held) -> Result {
-    // SAFETY: paired with the enable below; nothing in between sleeps.
-    unsafe { kernel::bindings::preempt_disable() };
+    // SAFETY: initialised at module init; unlocked below, and nothing in
+    // between sleeps.
+    unsafe { bindings::spin_lock(ATOMIC_LOCK.0.get()) };
     let (b, line) = (KBox::new([6u8; 64], GFP_ATOMIC), line!());
-    // SAFETY: disabled above.
-    unsafe { kernel::bindings::preempt_enable() };
+    // SAFETY: locked above.
+    unsafe { bindings::spin_unlock(ATOMIC_LOCK.0.get()) };
     seen(6, line);
     h.atomic = Some(b?);
     Ok(())
@@ -247,6 +261,15 @@ struct AllocTagRustTest;
 
 impl kernel::Module for AllocTagRustTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        // SAFETY: a static lock, initialised once before any use; the name
+        // and class key are static.
+        unsafe {
+            bindings::__spin_lock_init(
+                ATOMIC_LOCK.0.get(),
+                c_str!("alloc_tag_rust_test").as_char_ptr(),
+                ATOMIC_LOCK.1.get(),
+            )
+        };
         // SAFETY: the callbacks stay valid until unregistered in `drop`.
         let r = unsafe { att_rust_register(Some(cmd), Some(sites)) };
         if r != 0 {
