@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Per-CPU data: `__percpu` pointers, this-CPU updates and sums over CPUs.
+//! Per-CPU data: `__percpu` pointers, this-CPU updates and the possible CPUs.
 //!
 //! C header: [`include/linux/percpu.h`](srctree/include/linux/percpu.h)
 //!
@@ -197,18 +197,6 @@ impl PerCpuPtr<u64> {
     #[inline(always)]
     pub fn this_cpu_sub(self, val: u64) {
         self.this_cpu_add(val.wrapping_neg());
-    }
-
-    /// The sum (modulo 2^64) of every possible CPU's copy.
-    ///
-    /// Racy against concurrent updates by design: each copy is read once,
-    /// whole, so the result is some interleaving of the updates.
-    pub fn sum(self) -> u64 {
-        possible_cpus().fold(0u64, |acc, cpu| {
-            // SAFETY: `cpu_ptr` is the address of a live, aligned `u64` (type
-            // invariant); a volatile read of a machine word is not torn.
-            acc.wrapping_add(unsafe { core::ptr::read_volatile(self.cpu_ptr(cpu)) })
-        })
     }
 }
 
