@@ -69,11 +69,10 @@ impl Segment {
 
     /// The tags to report: all of them, but for a block of Rust sites only
     /// those that name a site.
-    fn reported(&self) -> impl Iterator<Item = &'static AllocTag> + '_ {
-        let rust = self.rust_sites;
+    fn reported(self) -> impl Iterator<Item = &'static AllocTag> {
         (0..self.len)
             .map(move |i| self.tag(i))
-            .filter(move |t| !rust || super::rust_sites::in_use(t))
+            .filter(move |t| !self.rust_sites || super::rust_sites::in_use(t))
     }
 
     /// How many tags [`Segment::reported`] gives.
@@ -247,20 +246,16 @@ impl ReadGuard {
         }
         pos -= v.len;
         for seg in self.modules() {
-            if seg.rust_sites {
-                let mut tags = seg.reported();
-                match tags.nth(pos) {
-                    Some(t) => return Some(t),
-                    None => {
-                        pos -= seg.reported_len();
-                        continue;
-                    }
-                }
+            let n = seg.reported_len();
+            if pos < n {
+                // Other segments report every tag: index them directly.
+                return if seg.rust_sites {
+                    seg.reported().nth(pos)
+                } else {
+                    Some(seg.tag(pos))
+                };
             }
-            if pos < seg.len {
-                return Some(seg.tag(pos));
-            }
-            pos -= seg.len;
+            pos -= n;
         }
         None
     }
@@ -269,11 +264,7 @@ impl ReadGuard {
     pub fn tags(&self) -> impl Iterator<Item = &'static AllocTag> + '_ {
         core::iter::once(vmlinux())
             .chain(self.modules().copied())
-            .flat_map(|seg| {
-                (0..seg.len)
-                    .map(move |i| seg.tag(i))
-                    .filter(move |t| !seg.rust_sites || super::rust_sites::in_use(t))
-            })
+            .flat_map(Segment::reported)
     }
 
     /// The number of tags.

@@ -311,17 +311,17 @@ fn site(i: usize) -> &'static Site {
     &block.sites[i % BLOCK_TAGS]
 }
 
+/// The last `max` bytes of `src` (all of it if shorter).
+fn tail(src: &[u8], max: usize) -> &[u8] {
+    &src[src.len() - src.len().min(max)..]
+}
+
 /// Copies `src` into `dst` as a NUL-terminated string, keeping its end if
 /// it is too long.
 fn copy_str(dst: &mut [u8], src: &[u8]) {
-    let n = src.len().min(dst.len() - 1);
-    dst[..n].copy_from_slice(&src[src.len() - n..]);
-    dst[n] = 0;
-}
-
-/// What [`copy_str`] keeps of `src` in a file name.
-fn stored_tail(src: &[u8]) -> &[u8] {
-    &src[src.len() - src.len().min(FILE_LEN - 1)..]
+    let t = tail(src, dst.len() - 1);
+    dst[..t.len()].copy_from_slice(t);
+    dst[t.len()] = 0;
 }
 
 fn c_bytes(buf: &[u8]) -> &[u8] {
@@ -462,7 +462,7 @@ fn register_locked(
         if d.owner == owner
             && d.line == loc.line()
             && d.column == loc.column()
-            && c_bytes(&d.file) == stored_tail(file)
+            && c_bytes(&d.file) == tail(file, FILE_LEN - 1)
         {
             insert(table, key, site);
             return site.tag;

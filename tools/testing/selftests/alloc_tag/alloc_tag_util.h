@@ -253,6 +253,23 @@ static inline int ai_walk_rows(char *text, ai_row_fn fn, void *arg, int *bad_lin
 	return 0;
 }
 
+/*
+ * Read /proc/allocinfo once and call @fn for every row, as ai_walk_rows().
+ * Returns -errno (or -1) if it cannot be read, -1 on a malformed row, else
+ * @fn's last return value.
+ */
+static inline int ai_walk(ai_row_fn fn, void *arg)
+{
+	char *text = ai_slurp(AI_PATH, 1 << 16, NULL);
+	int ret;
+
+	if (!text)
+		return errno ? -errno : -1;
+	ret = ai_walk_rows(text, fn, arg, NULL);
+	free(text);
+	return ret;
+}
+
 struct ai_find_arg {
 	const char *file;
 	unsigned int line;
@@ -275,15 +292,10 @@ static inline int ai_find_fn(const struct ai_row *r, void *arg)
 static inline int ai_get(const char *file, unsigned int line, struct ai_row *out)
 {
 	struct ai_find_arg a = { file, line, out, 0 };
-	char *text = ai_slurp(AI_PATH, 1 << 16, NULL);
-	int ret;
+	int ret = ai_walk(ai_find_fn, &a);
 
-	if (!text)
-		return -errno;
-	ret = ai_walk_rows(text, ai_find_fn, &a, NULL);
-	free(text);
 	if (ret)
-		return -EBADMSG;
+		return ret == -1 ? -EBADMSG : ret;
 	return a.found == 1 ? 0 : -ENOENT;
 }
 

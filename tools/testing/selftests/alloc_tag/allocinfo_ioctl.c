@@ -44,15 +44,8 @@ static int collect_fn(const struct ai_row *row, void *arg)
 
 static int text_rows(struct rows *rs)
 {
-	char *text = ai_slurp(AI_PATH, 1 << 16, NULL);
-	int ret;
-
-	if (!text)
-		return -errno;
 	rs->n = 0;
-	ret = ai_walk_rows(text, collect_fn, rs, NULL);
-	free(text);
-	return ret;
+	return ai_walk(collect_fn, rs);
 }
 
 /* The interface shows a name by its last ALLOCINFO_STR_SIZE - 1 bytes. */

@@ -277,16 +277,11 @@ static void fail_each_site(struct __test_metadata *_metadata, int ctl,
 
 TEST_F(fi, failed_allocations_give_back_exactly)
 {
-	char *text;
-
 	fail_each_site(_metadata, self->ctl, "kmalloc", "kmalloc 100 1");
 	fail_each_site(_metadata, self->ctl, "pages", "pages 2 1");
 	fail_each_site(_metadata, self->ctl, "vmalloc", "vmalloc 20000 1");
 
-	text = ai_slurp(AI_PATH, 1 << 16, NULL);
-	ASSERT_NE(NULL, text);
-	EXPECT_EQ(0, ai_walk_rows(text, no_negative, NULL, NULL));
-	free(text);
+	EXPECT_EQ(0, ai_walk(no_negative, NULL));
 }
 
 struct mod_sums {
@@ -315,14 +310,9 @@ static int read_mod_sums(struct mod_sums *s)
 	int i;
 
 	for (i = 0; i < 50; i++) {
-		char *text = ai_slurp(AI_PATH, 1 << 16, NULL);
-
 		memset(s, 0, sizeof(*s));
-		if (!text || ai_walk_rows(text, sum_mod, s, NULL)) {
-			free(text);
+		if (ai_walk(sum_mod, s))
 			return -1;
-		}
-		free(text);
 		if (i && s->execmem_bytes == prev.execmem_bytes &&
 		    s->execmem_calls == prev.execmem_calls)
 			return 0;

@@ -41,7 +41,6 @@ static int no_negative(const struct ai_row *r, void *arg)
 TEST(live_allocations_reported)
 {
 	struct live_rows live = { .nr = 0 }, earlier = { .nr = 0 };
-	char *text;
 	int ret, i;
 
 	if (access(AI_PATH, F_OK))
@@ -49,20 +48,14 @@ TEST(live_allocations_reported)
 	if (ai_sysctl_read() != 1)
 		SKIP(return, "profiling is off");
 	/* Copies unloaded earlier keep their rows (on the Rust core). */
-	text = ai_slurp(AI_PATH, 1 << 16, NULL);
-	ASSERT_NE(NULL, text);
-	ASSERT_EQ(0, ai_walk_rows(text, collect_live, &earlier, NULL));
-	free(text);
+	ASSERT_EQ(0, ai_walk(collect_live, &earlier));
 	ASSERT_LE(earlier.nr, 6);
 	ret = ai_load_module(LEAK_MOD);
 	if (ret == -ENOENT)
 		SKIP(return, LEAK_MOD ".ko not found");
 	ASSERT_EQ(0, ret);
 
-	text = ai_slurp(AI_PATH, 1 << 16, NULL);
-	ASSERT_NE(NULL, text);
-	ASSERT_EQ(0, ai_walk_rows(text, collect_live, &live, NULL));
-	free(text);
+	ASSERT_EQ(0, ai_walk(collect_live, &live));
 	/* 3 x kmalloc(512) at one site and one page at another. */
 	ASSERT_EQ(earlier.nr + 2, live.nr);
 	for (i = 0; i < live.nr; i++) {
@@ -88,10 +81,7 @@ TEST(live_allocations_reported)
 		}
 	}
 
-	text = ai_slurp(AI_PATH, 1 << 16, NULL);
-	ASSERT_NE(NULL, text);
-	EXPECT_EQ(0, ai_walk_rows(text, no_negative, NULL, NULL));
-	free(text);
+	EXPECT_EQ(0, ai_walk(no_negative, NULL));
 }
 
 /* What the rows of one module, and of the module loader's memory, add up to. */
@@ -131,16 +121,9 @@ static int sum_rows(const struct ai_row *r, void *arg)
 
 static int read_sums_once(struct sums *s, const char *module)
 {
-	char *text = ai_slurp(AI_PATH, 1 << 16, NULL);
-	int ret;
-
 	memset(s, 0, sizeof(*s));
 	s->module = module;
-	if (!text)
-		return -1;
-	ret = ai_walk_rows(text, sum_rows, s, NULL);
-	free(text);
-	return ret;
+	return ai_walk(sum_rows, s);
 }
 
 /*

@@ -60,15 +60,8 @@ static int scan_fn(const struct ai_row *r, void *arg)
 
 static int scan(struct scan *s)
 {
-	char *text = ai_slurp(AI_PATH, 1 << 16, NULL);
-	int ret;
-
 	memset(s, 0, sizeof(*s));
-	if (!text)
-		return -errno;
-	ret = ai_walk_rows(text, scan_fn, s, NULL);
-	free(text);
-	return ret;
+	return ai_walk(scan_fn, s);
 }
 
 FIXTURE(store) {

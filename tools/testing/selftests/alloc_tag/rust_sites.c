@@ -78,15 +78,8 @@ static int rt_count_fn(const struct ai_row *r, void *arg)
 
 static int rt_count(struct rt_count *c)
 {
-	char *text = ai_slurp(AI_PATH, 1 << 16, NULL);
-	int ret;
-
 	memset(c, 0, sizeof(*c));
-	if (!text)
-		return -errno;
-	ret = ai_walk_rows(text, rt_count_fn, c, NULL);
-	free(text);
-	return ret;
+	return ai_walk(rt_count_fn, c);
 }
 
 FIXTURE(rust) {

@@ -92,15 +92,8 @@ static int sum_hold(const struct ai_row *r, void *arg)
 
 static int read_hold(struct hold_sums *h)
 {
-	char *text = ai_slurp(AI_PATH, 1 << 16, NULL);
-	int ret;
-
 	memset(h, 0, sizeof(*h));
-	if (!text)
-		return -1;
-	ret = ai_walk_rows(text, sum_hold, h, NULL);
-	free(text);
-	return ret;
+	return ai_walk(sum_hold, h);
 }
 
 TEST_F(sysctl, drift_is_as_documented)
