@@ -2,7 +2,9 @@
 /*
  * C macros and static inlines the Rust allocation profiling core calls
  * (rust/kernel/alloc_tag/, rust/kernel/percpu.rs).  Each wraps exactly one
- * macro or inline; nothing here decides anything.
+ * macro or inline; nothing here decides anything.  Only the per-CPU helper
+ * is built without CONFIG_MEM_ALLOC_PROFILING: the rest names structures
+ * and constants that exist only with it.
  */
 
 #include <linux/alloc_tag.h>
@@ -11,7 +13,6 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/percpu.h>
-#include <linux/preempt.h>
 #include <linux/rcupdate.h>
 #include <linux/seq_file.h>
 #include <linux/sysctl.h>
@@ -31,15 +32,7 @@ void rust_helper_this_cpu_add_u64(u64 __percpu *ptr, u64 val)
 	this_cpu_add(*ptr, val);
 }
 
-void rust_helper_preempt_disable(void)
-{
-	preempt_disable();
-}
-
-void rust_helper_preempt_enable(void)
-{
-	preempt_enable();
-}
+#ifdef CONFIG_MEM_ALLOC_PROFILING
 
 void rust_helper_static_key_set(struct static_key *key, bool on)
 {
@@ -228,3 +221,5 @@ size_t rust_helper_alloc_tag_c_layout(unsigned int item)
 
 	return item < ARRAY_SIZE(layout) ? layout[item] : (size_t)-1;
 }
+
+#endif /* CONFIG_MEM_ALLOC_PROFILING */

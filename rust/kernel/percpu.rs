@@ -5,14 +5,34 @@
 //! C header: [`include/linux/percpu.h`](srctree/include/linux/percpu.h)
 //!
 //! A `__percpu` pointer is not an address: each CPU reaches its own copy of the
-//! object at the pointer plus that CPU's offset. On x86_64 the running CPU's
-//! offset is the `gs` segment base, so a this-CPU update is one
+//! object at the pointer plus that CPU's offset. On x86_64 SMP the running
+//! CPU's offset is the `gs` segment base, so a this-CPU update is one
 //! segment-relative instruction that cannot be split by preemption or an
-//! interrupt, and needs neither. Elsewhere the update goes through the C
+//! interrupt, and needs neither. On a uniprocessor kernel there is one copy
+//! and the pointer is its address: the same instruction without the segment
+//! prefix, as C's `__percpu_prefix`. Elsewhere the update goes through the C
 //! `this_cpu_add()`.
 
 use crate::bindings;
 use core::marker::PhantomData;
+
+/// The segment prefix of a this-CPU memory operand on x86_64: `gs:` on SMP,
+/// where the running CPU's per-CPU base is the `gs` base.
+#[cfg(all(CONFIG_X86_64, CONFIG_SMP))]
+macro_rules! percpu_seg {
+    () => {
+        "gs:"
+    };
+}
+
+/// The segment prefix of a this-CPU memory operand on x86_64: none on a
+/// uniprocessor kernel, where a `__percpu` pointer is the object's address.
+#[cfg(all(CONFIG_X86_64, not(CONFIG_SMP)))]
+macro_rules! percpu_seg {
+    () => {
+        ""
+    };
+}
 
 /// A `__percpu` pointer to a `T`.
 ///
@@ -112,13 +132,13 @@ impl<T> PerCpuPtr<T> {
         #[cfg(CONFIG_X86_64)]
         // SAFETY: `self.ptr` is a `__percpu` pointer to a live `T` (type
         // invariant) with `u64` fields at `VAL` and `COUNT` (caller), so
-        // `gs:[ptr + VAL]` and `gs:[ptr + COUNT]` are the running CPU's copies
-        // of them; each `add` is one read-modify-write that preemption or an
+        // `[ptr + VAL]` and `[ptr + COUNT]`, relative to the per-CPU segment
+        // on SMP, are the running CPU's copies of them; each `add` is one read-modify-write that preemption or an
         // interrupt cannot split. Only those two `u64`s and the flags change.
         unsafe {
             core::arch::asm!(
-                "add qword ptr gs:[{ptr} + {val_off}], {val}",
-                "add qword ptr gs:[{ptr} + {count_off}], 1",
+                concat!("add qword ptr ", percpu_seg!(), "[{ptr} + {val_off}], {val}"),
+                concat!("add qword ptr ", percpu_seg!(), "[{ptr} + {count_off}], 1"),
                 ptr = in(reg) self.ptr,
                 val = in(reg) val,
                 val_off = const VAL,
@@ -147,8 +167,8 @@ impl<T> PerCpuPtr<T> {
         // SAFETY: as in `this_cpu_add_counted`, with `sub` for `add`.
         unsafe {
             core::arch::asm!(
-                "sub qword ptr gs:[{ptr} + {val_off}], {val}",
-                "sub qword ptr gs:[{ptr} + {count_off}], 1",
+                concat!("sub qword ptr ", percpu_seg!(), "[{ptr} + {val_off}], {val}"),
+                concat!("sub qword ptr ", percpu_seg!(), "[{ptr} + {count_off}], 1"),
                 ptr = in(reg) self.ptr,
                 val = in(reg) val,
                 val_off = const VAL,
@@ -174,12 +194,13 @@ impl PerCpuPtr<u64> {
     pub fn this_cpu_add(self, val: u64) {
         #[cfg(CONFIG_X86_64)]
         // SAFETY: by the type invariant `self.ptr` is a `__percpu` pointer to
-        // a live `u64`, so `gs:[ptr]` is the running CPU's copy; the `add` is
+        // a live `u64`, so `[ptr]` (relative to the per-CPU segment on SMP)
+        // is the running CPU's copy; the `add` is
         // one read-modify-write of it that preemption or an interrupt cannot
         // split. It touches only that `u64` and the flags.
         unsafe {
             core::arch::asm!(
-                "add qword ptr gs:[{ptr}], {val}",
+                concat!("add qword ptr ", percpu_seg!(), "[{ptr}], {val}"),
                 ptr = in(reg) self.ptr,
                 val = in(reg) val,
                 options(nostack),
@@ -197,6 +218,22 @@ impl PerCpuPtr<u64> {
     #[inline(always)]
     pub fn this_cpu_sub(self, val: u64) {
         self.this_cpu_add(val.wrapping_neg());
+    }
+}
+
+/// The number of CPU ids (`nr_cpu_ids`): every possible CPU's number is below.
+#[inline]
+pub fn nr_cpu_ids() -> u32 {
+    // With one CPU, or the count fixed at build time, `nr_cpu_ids` is the
+    // constant `NR_CPUS` in C, not a variable.
+    #[cfg(any(not(CONFIG_SMP), CONFIG_FORCE_NR_CPUS))]
+    {
+        bindings::NR_CPUS
+    }
+    #[cfg(not(any(not(CONFIG_SMP), CONFIG_FORCE_NR_CPUS)))]
+    // SAFETY: `nr_cpu_ids` is set once during early boot and only read after.
+    unsafe {
+        bindings::nr_cpu_ids
     }
 }
 
@@ -275,8 +312,7 @@ impl Iterator for PossibleCpus {
         let bit = self.bits.trailing_zeros() as usize;
         self.bits &= self.bits - 1;
         let cpu = self.word * core::ffi::c_ulong::BITS as usize + bit;
-        // SAFETY: `nr_cpu_ids` is set once during early boot and only read after.
-        if cpu >= unsafe { bindings::nr_cpu_ids } as usize {
+        if cpu >= nr_cpu_ids() as usize {
             self.bits = 0;
             self.word = MASK_WORDS;
             return None;

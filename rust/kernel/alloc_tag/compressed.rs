@@ -87,7 +87,9 @@ core::arch::global_asm!(
     mods = const MODULE_IDS,
 );
 
-#[link_section = ".data..percpu"]
+// Per-CPU data only on SMP: on UP it is plain `.data` (`PER_CPU_BASE_SECTION`),
+// and `.data..percpu` would be init memory, freed after boot.
+#[cfg_attr(CONFIG_SMP, link_section = ".data..percpu")]
 static OVERFLOW_COUNTERS: PerCpuCounters = PerCpuCounters::new();
 
 /// The overflow row: pages charged by tags that have no index. Always

@@ -57,8 +57,9 @@ pub struct Counters {
 }
 
 /// The per-CPU counters of a tag defined in Rust, a `DEFINE_PER_CPU()` of
-/// Rust: a `static` of this type placed in `.data..percpu`, whose address is
-/// the `__percpu` pointer.
+/// Rust: a `static` of this type placed in `.data..percpu` on SMP and in
+/// plain `.data` on UP (as C's `PER_CPU_BASE_SECTION`), whose address is the
+/// `__percpu` pointer.
 #[repr(transparent)]
 pub(crate) struct PerCpuCounters(Opaque<bindings::alloc_tag_counters>);
 
@@ -99,7 +100,7 @@ impl AllocTag {
     /// A tag of the Rust core's own, for a `static` in the `alloc_tags`
     /// section: `file` (NUL-terminated, from the source tree's top) and
     /// `line` name its row, `function` its function; `counters` must be in
-    /// `.data..percpu`.
+    /// `.data..percpu` on SMP, plain `.data` on UP ([`PerCpuCounters`]).
     pub(crate) const fn new_static(
         file: &'static str,
         line: u32,

@@ -160,7 +160,9 @@ static SITES: Sites = Sites {
     prefix_len: AtomicUsize::new(0),
 };
 
-#[link_section = ".data..percpu"]
+// Per-CPU data only on SMP: on UP it is plain `.data` (`PER_CPU_BASE_SECTION`),
+// and `.data..percpu` would be init memory, freed after boot.
+#[cfg_attr(CONFIG_SMP, link_section = ".data..percpu")]
 static FALLBACK_COUNTERS: PerCpuCounters = PerCpuCounters::new();
 
 /// The row of Rust allocations whose site has no tag of its own (before
