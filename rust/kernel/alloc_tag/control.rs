@@ -15,12 +15,15 @@
 //! - The sysctl takes `0` or `1` (whitespace around allowed) from
 //!   `CAP_SYS_ADMIN`; anything else is `-EINVAL` and changes nothing. It is
 //!   read-only (0444) after `never` and in `MEM_ALLOC_PROFILING_DEBUG` builds.
+//! - `/proc/sys/vm/mem_profiling_compressed` (0444, as upstream 7.3) reads 1
+//!   when page tags are indexes in `page->flags`, 0 when they are in
+//!   `page_ext` (a fallback included) or profiling is `never`.
 
 use super::parse::{parse_boot_value, parse_page_bits, parse_sysctl_value, BootMode};
 use crate::ffi::{c_char, c_int};
 use crate::{bindings, c_str, error::code::*, pr_err, pr_info, pr_warn, types::Opaque};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 const ENABLED_BY_DEFAULT: bool = cfg!(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT);
 
@@ -235,33 +238,60 @@ unsafe extern "C" fn mem_profiling_sysctl(
     0
 }
 
-/// The `vm` sysctl table with its one entry.
-#[repr(transparent)]
-struct SysctlTable(Opaque<[bindings::ctl_table; 1]>);
+/// The value `/proc/sys/vm/mem_profiling_compressed` shows, set at init
+/// before the table is registered and never changed after.
+static COMPRESSED_SYSCTL: AtomicI32 = AtomicI32::new(0);
 
-// SAFETY: written once at init (the mode) before it is registered.
+/// The `vm` sysctl table: `mem_profiling` and `mem_profiling_compressed`.
+#[repr(transparent)]
+struct SysctlTable(Opaque<[bindings::ctl_table; 2]>);
+
+// SAFETY: written only by `sysctl_init()` (the mode and the data pointer),
+// before the table is registered and so before anything else reads it.
 unsafe impl Sync for SysctlTable {}
 
-static SYSCTL: SysctlTable = SysctlTable(Opaque::new([bindings::ctl_table {
-    procname: c"mem_profiling".as_ptr().cast::<c_char>(),
-    data: core::ptr::null_mut(),
-    maxlen: 0,
-    mode: 0o644,
-    proc_handler: Some(mem_profiling_sysctl),
-    poll: core::ptr::null_mut(),
-    extra1: core::ptr::null_mut(),
-    extra2: core::ptr::null_mut(),
-}]));
+static SYSCTL: SysctlTable = SysctlTable(Opaque::new([
+    bindings::ctl_table {
+        procname: c"mem_profiling".as_ptr().cast::<c_char>(),
+        data: core::ptr::null_mut(),
+        maxlen: 0,
+        mode: 0o644,
+        proc_handler: Some(mem_profiling_sysctl),
+        poll: core::ptr::null_mut(),
+        extra1: core::ptr::null_mut(),
+        extra2: core::ptr::null_mut(),
+    },
+    bindings::ctl_table {
+        procname: c"mem_profiling_compressed".as_ptr().cast::<c_char>(),
+        // Set to `COMPRESSED_SYSCTL` by `sysctl_init()`.
+        data: core::ptr::null_mut(),
+        maxlen: core::mem::size_of::<c_int>() as c_int,
+        mode: 0o444,
+        proc_handler: Some(bindings::proc_dointvec),
+        poll: core::ptr::null_mut(),
+        extra1: core::ptr::null_mut(),
+        extra2: core::ptr::null_mut(),
+    },
+]));
 
 fn sysctl_init() {
     let read_only = !profiling_supported() || cfg!(CONFIG_MEM_ALLOC_PROFILING_DEBUG);
+    let compressed =
+        profiling_supported() && super::compressed::store() == super::compressed::Store::Compressed;
+    COMPRESSED_SYSCTL.store(c_int::from(compressed), Ordering::Relaxed);
     let table = SYSCTL.0.get().cast::<bindings::ctl_table>();
-    if read_only {
-        // SAFETY: not yet registered, so nothing else reads the table.
-        unsafe { (*table).mode = 0o444 };
+    // SAFETY: not yet registered, so nothing else reads the table; entry 1
+    // is inside the two-entry array. `proc_dointvec` only reads the
+    // `c_int` behind `data` through a 0444 entry, and the static lives for
+    // ever.
+    unsafe {
+        if read_only {
+            (*table).mode = 0o444;
+        }
+        (*table.add(1)).data = COMPRESSED_SYSCTL.as_ptr().cast::<c_void>();
     }
-    // SAFETY: the table and its strings are static; one entry.
-    let header = unsafe { bindings::register_sysctl_sz(c_str!("vm").as_char_ptr(), table, 1) };
+    // SAFETY: the table and its strings are static; two entries.
+    let header = unsafe { bindings::register_sysctl_sz(c_str!("vm").as_char_ptr(), table, 2) };
     if header.is_null() {
         pr_err!("alloc_tag: cannot register vm.mem_profiling\n");
     }

@@ -170,6 +170,28 @@ TEST_F(store, module_pages)
 	EXPECT_EQ(s0.overflow.calls, s1.overflow.calls);
 }
 
+/*
+ * vm.mem_profiling_compressed (read-only, as upstream 7.3) tells user space
+ * the store in effect: 1 only when tags are indexes in page->flags.
+ */
+TEST_F(store, compressed_sysctl)
+{
+	const char *path = "/proc/sys/vm/mem_profiling_compressed";
+	bool flags = !strcmp(self->store, "compressed") || !strcmp(self->store, "overflow");
+	struct stat st;
+	char *text;
+
+	ASSERT_EQ(0, stat(path, &st)) TH_LOG("%s: %s", path, strerror(errno));
+	EXPECT_EQ(0444, st.st_mode & 07777);
+	text = ai_slurp(path, 64, NULL);
+	ASSERT_NE(NULL, text);
+	EXPECT_STREQ(flags ? "1\n" : "0\n", text);
+	free(text);
+	/* Read-only for root too. */
+	EXPECT_EQ(-1, open(path, O_WRONLY));
+	EXPECT_EQ(EACCES, errno);
+}
+
 /* The module's slab site is exact in every store, index or not. */
 TEST_F(store, module_kmalloc_exact)
 {
