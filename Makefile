@@ -5,6 +5,8 @@
 #   make            build, boot in QEMU, print the 20 largest allocation sites
 #   make test       host tests, kernel build, KUnit and selftests in the VM
 #   make test-debug the same on a KASAN + lockdep + PREEMPT kernel (BASE=rust)
+#   make test-configs  the suite on the other configs: UP, Rust without the
+#                   profiler, NUMA, PREEMPT_RT and Debian's distro config
 #
 # BASE=rust (default) builds the Rust core; BASE=upstream the pristine 6.12
 # profiler with only our tests on top.  make test runs the suite on both,
@@ -39,17 +41,28 @@ STDIR    := tools/testing/selftests/alloc_tag
 
 FRAGS    := $(H)/kernel.config $(REPO)/$(STDIR)/config $(wildcard $(H)/kernel-$(BASE).config) \
 	    $(foreach v,$(subst +, ,$(VARIANT)),$(H)/kernel-$(v).config)
+# VARIANT=distro starts from Debian's own config, not from tinyconfig and the
+# test config (harness/kernel-distro.config says what changes and why).
+DISTRO_CONFIG ?= /usr/src/linux-config-6.12/config.amd64_none_amd64.xz
+ifeq ($(VARIANT),distro)
+FRAGS    := $(H)/kernel-distro.config $(REPO)/$(STDIR)/config
+export BASE_CONFIG := $(DISTRO_CONFIG)
+export LSMOD_LIST := $(H)/distro.lsmod
+endif
 PHASE    := $(H)/phase
+
+comma    := ,
 
 export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
-	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series bench test-debug
+	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series bench test-debug \
+	test-configs
 
 all: run
 
 help:
-	@sed -n '3,11p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,13p' Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	@$(PHASE) setup $(H)/setup.sh
@@ -96,8 +109,18 @@ boot: build
 	@python3 $(H)/ktap.py $(W)/logs/$(or $(NAME),manual).log --name $(or $(NAME),manual) \
 		--expect "$(TESTS)" $(if $(BOOTARGS),,--kunit)
 
+# The configurations of make test, and the larger set of make test-configs
+# (README: which run where, and why).
+TEST_TARGETS    := rust upstream rust-conly rust-tightbits rust-up rust-noprof rust-numa rust-rt
+CONFIGS_TARGETS := rust-up rust-noprof rust-numa rust-rt rust-distro
+
 test:
-	@TEST_BASES="$(if $(filter command line,$(origin BASE)),$(BASE),rust upstream rust-conly rust-tightbits)" $(H)/test.sh
+	@TEST_BASES="$(if $(filter command line,$(origin BASE)),$(BASE),$(TEST_TARGETS))" $(H)/test.sh
+
+# One build and boot per configuration people run (harness/kernel-*.config),
+# each with the suite; CONFIGS=a,b runs a subset (names as in CONFIGS_TARGETS).
+test-configs:
+	@HOST_TESTS=0 TEST_BASES="$(if $(CONFIGS),$(subst $(comma), ,$(CONFIGS)),$(CONFIGS_TARGETS))" $(H)/test.sh
 
 # The suite on the Rust core under KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
 # PREEMPT and MEM_ALLOC_PROFILING_DEBUG (harness/kernel-debug.config); any

@@ -4,6 +4,11 @@
 #
 # usage: configure.sh SRC OUT FRAGMENT...
 #
+# With BASE_CONFIG=file (plain or .xz), the start is that file instead of
+# tinyconfig (make test-configs "distro": Debian's config), and with
+# LSMOD_LIST=file it is first reduced by localmodconfig to the modules that
+# file lists, in lsmod's format.
+#
 # The result is reused while the fragments (and the source tree's Kconfig
 # files they are resolved against) are unchanged, so warm builds stay
 # incremental.  Every symbol a fragment sets to y or m must survive
@@ -15,7 +20,8 @@ shift 2
 mkmake=(make -s -C "$src" O="$out" LLVM=-19)
 
 stamp=$out/.allocprof-config.sha
-want=$( (cat "$@"; find "$src" -name 'Kconfig*' -newer "$src/Makefile" -print0 |
+want=$( (cat "$@"; [ -n "${BASE_CONFIG:-}" ] && cat "$BASE_CONFIG"
+	[ -n "${LSMOD_LIST:-}" ] && cat "$LSMOD_LIST"; find "$src" -name 'Kconfig*' -newer "$src/Makefile" -print0 |
 	xargs -0r sha1sum) | sha1sum | cut -d' ' -f1)
 if [ -f "$out/.config" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 	echo "configure: $out/.config is up to date"
@@ -23,7 +29,20 @@ if [ -f "$out/.config" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; 
 fi
 
 mkdir -p "$out"
-"${mkmake[@]}" tinyconfig >/dev/null
+if [ -n "${BASE_CONFIG:-}" ]; then
+	case $BASE_CONFIG in
+	*.xz) xz -dc "$BASE_CONFIG" > "$out/.config" ;;
+	*) cp "$BASE_CONFIG" "$out/.config" ;;
+	esac
+	if [ -n "${LSMOD_LIST:-}" ]; then
+		# localmodconfig asks for symbols new since that config on stdin:
+		# an empty answer takes the default.
+		"${mkmake[@]}" LSMOD="$(realpath "$LSMOD_LIST")" localmodconfig < <(yes '') > "$out/localmodconfig.log" 2>&1 || {
+			echo "configure: localmodconfig with $LSMOD_LIST failed" >&2; exit 1; }
+	fi
+else
+	"${mkmake[@]}" tinyconfig >/dev/null
+fi
 (cd "$out" && "$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "$@" >/dev/null)
 "${mkmake[@]}" olddefconfig >/dev/null
 

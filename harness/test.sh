@@ -22,17 +22,25 @@ bad() { fail=$((fail + 1)); failures+=("$1"); echo "FAIL $1"; }
 
 . "$H/count.sh"
 
+# The result line of the configuration just run.
+target_line() {
+	echo "config $target: $((pass - tpass)) passed, $((fail - tfail)) failed, $((skip - tskip)) skipped ($(( $(date +%s) - t_target ))s)"
+}
+
 # 1. Host-side tests (harness/host-test.sh, which make host-test runs alone).
 # Its ALLOCINFO_BIN= line and its own total are for this script, not shown.
-t=$(date +%s)
-hlog=$(mktemp)
-"$H/host-test.sh" 2>&1 | tee "$hlog" | grep -vE '^(ALLOCINFO_BIN=|host tests: )'
-out=$(cat "$hlog")
-rm -f "$hlog"
-count "$out" "host tests"
-ALLOCINFO_BIN=$(sed -n 's/^ALLOCINFO_BIN=//p' <<< "$out" | tail -n 1)
-export ALLOCINFO_BIN
-phase_time host-tests "$t"
+# make test-configs leaves them to make test (HOST_TESTS=0).
+if [ "${HOST_TESTS:-1}" = 1 ]; then
+	t=$(date +%s)
+	hlog=$(mktemp)
+	"$H/host-test.sh" 2>&1 | tee "$hlog" | grep -vE '^(ALLOCINFO_BIN=|host tests: )'
+	out=$(cat "$hlog")
+	rm -f "$hlog"
+	count "$out" "host tests"
+	ALLOCINFO_BIN=$(sed -n 's/^ALLOCINFO_BIN=//p' <<< "$out" | tail -n 1)
+	export ALLOCINFO_BIN
+	phase_time host-tests "$t"
+fi
 
 # Checks on a Rust-core build: no upstream core object, entry points from Rust.
 build_checks() {
@@ -115,6 +123,76 @@ conly_checks() {
 	fi
 }
 
+# Rust without the profiler: nothing of the profiler in the kernel, and the
+# Rust allocation paths call the plain helpers, asking for no tag.
+noprof_checks() {
+	local syms
+	if grep -q '^CONFIG_RUST=y' "$OUT/.config" && ! grep -q '^CONFIG_MEM_ALLOC_PROFILING=y' "$OUT/.config"; then
+		ok
+	else
+		bad "build: $target: not a CONFIG_RUST=y, MEM_ALLOC_PROFILING=n config"
+	fi
+	syms=$(nm --defined-only "$OUT/vmlinux" 2>/dev/null | awk '{print $3}')
+	if [ -z "$syms" ]; then
+		bad "build: $target: no symbols in $OUT/vmlinux"
+		return
+	fi
+	# Any of these is the profiler (ours or upstream's) or a tag lookup.
+	local found
+	found=$(grep -E '^(alloc_tag_[a-z_]+|__pgalloc_tag_[a-z_]+|codetag_[a-z_]+|mem_alloc_profiling_key|page_alloc_tagging_ops|rust_helper_alloc_tag_[a-z_]+|__alloc_tag_[a-z_]+)$' <<< "$syms" | head -n 5)
+	if [ -z "$found" ]; then
+		ok
+	else
+		bad "build: $target: profiler symbols in vmlinux: $(echo $found)"
+	fi
+	# The linker script always bounds the section; it must hold no tag.
+	local start stop
+	start=$(nm "$OUT/vmlinux" | awk '$3 == "__start_alloc_tags" {print $1}')
+	stop=$(nm "$OUT/vmlinux" | awk '$3 == "__stop_alloc_tags" {print $1}')
+	if [ "$start" = "$stop" ]; then
+		ok
+	else
+		bad "build: $target: alloc_tags section not empty ($start..$stop)"
+	fi
+	if nm "$OUT/rust/kernel.o" 2>/dev/null | grep -qE '[0-9a-f]* [tT] .*rust_sites'; then
+		bad "build: $target: rust/kernel.o has the Rust call-site table"
+	else
+		ok
+	fi
+	# Rust's allocators reach the plain helpers.
+	if grep -qx rust_helper_krealloc <<< "$syms" && grep -qx rust_helper_vrealloc <<< "$syms"; then
+		ok
+	else
+		bad "build: $target: rust_helper_krealloc/vrealloc missing from vmlinux"
+	fi
+	for o in lib/alloc_tag.o lib/codetag.o; do
+		if [ -e "$OUT/$o" ]; then bad "build: $target: $o is built"; else ok; fi
+	done
+}
+
+# Debian's config: the options that shape the hot paths are Debian's (the
+# fragment restates them and configure.sh checks they survived), and what
+# olddefconfig changed besides our fragment is written down beside the log.
+distro_checks() {
+	local deb=$W/debian.config diff=$W/config-vs-debian.txt
+	xz -dc "${DISTRO_CONFIG:-/usr/src/linux-config-6.12/config.amd64_none_amd64.xz}" > "$deb"
+	"$SRC/scripts/diffconfig" "$deb" "$OUT/.config" > "$diff" 2>/dev/null
+	echo "distro: $(grep -c '^-' "$diff") options dropped (localmodconfig: modules), $(grep -c '^+' "$diff") added, $(grep -vcE '^[-+]' "$diff") changed: $diff"
+	if grep -qE '^alloc_tag: [0-9]+ tags, [0-9]+ free page-flag bits, capacity [0-9]+$' "$W/kernel-build.log"; then
+		ok
+		grep -E '^alloc_tag: ' "$W/kernel-build.log" | tail -n 2
+	else
+		bad "build: $target: no alloc_tag_check line in $W/kernel-build.log"
+	fi
+}
+
+# Two QEMU NUMA nodes of 512 MiB, one CPU each, each CPU a socket of its
+# own (two cores of one socket on two nodes make the scheduler warn that
+# they share a cache across nodes).
+QEMU_NUMA2="-object memory-backend-ram,id=m0,size=512M -object memory-backend-ram,id=m1,size=512M
+	-numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1"
+QEMU_NUMA2_SMP="2,sockets=2,cores=1,threads=1"
+
 for target in $bases; do
 	base=${target%%-*} variant=
 	[ "$target" != "$base" ] && variant=${target#*-}
@@ -122,6 +200,11 @@ for target in $bases; do
 	export SRC=$CACHE_DIR/$base/src OUT=$W/build
 	mkdir -p "$W/logs"
 	echo "== BASE=$base${variant:+ VARIANT=$variant}"
+	tpass=$pass tfail=$fail tskip=$skip t_target=$(date +%s)
+	case $target in
+	rust-numa|rust-distro) export QEMU_EXTRA=$QEMU_NUMA2 QEMU_SMP=$QEMU_NUMA2_SMP ;;
+	*) unset QEMU_EXTRA QEMU_SMP ;;
+	esac
 
 	# 2. Build kernel, test modules and selftests.
 	if [ "$target" = rust-tightbits ]; then
@@ -131,15 +214,25 @@ for target in $bases; do
 			ok
 		fi
 		tightbits_checks
+		target_line
 		continue
 	fi
+	t=$(date +%s)
 	if ! make -s -C "$REPO" build BASE="$base" VARIANT="$variant"; then
 		bad "build: $target: the kernel, test modules or selftests did not build"
+		target_line
 		continue
 	fi
-	[ "$target" = rust ] && build_checks
-	[ "$base" = rust ] && tagcheck_checks
+	echo "build $target: $(( $(date +%s) - t ))s"
+	case $target in
+	rust|rust-up|rust-numa|rust-rt|rust-distro) build_checks ;;
+	esac
+	case $target in
+	rust|rust-conly|rust-up|rust-numa|rust-rt) tagcheck_checks ;;
+	esac
 	[ "$target" = rust-conly ] && conly_checks
+	[ "$target" = rust-noprof ] && noprof_checks
+	[ "$target" = rust-distro ] && distro_checks
 	if ! "$H/vm.sh" initramfs; then
 		bad "initramfs: $target"
 		continue
@@ -173,6 +266,31 @@ for target in $bases; do
 			"param-malformed|allocprof_debug kunit.enable=0 sysctl.vm.mem_profiling=abc|boot_param|"
 		)
 		;;
+	rust-up|rust-rt)
+		boots=(
+			"main|allocprof_store=page_ext|$all|--kunit"
+			"compressed|kunit.enable=0 sysctl.vm.mem_profiling=1,compressed allocprof_store=compressed|$all|"
+		)
+		;;
+	rust-numa)
+		# allocprof_numa: the selftests require two online nodes.
+		boots=(
+			"main|allocprof_numa allocprof_store=page_ext|$all|--kunit"
+			"compressed|allocprof_numa kunit.enable=0 sysctl.vm.mem_profiling=1,compressed allocprof_store=compressed|$all|"
+		)
+		;;
+	rust-noprof)
+		boots=("main|allocprof_noprof|$all|--kunit")
+		;;
+	rust-distro)
+		# Debian's page-flag budget leaves no room for compressed tags:
+		# asking for them must fall back to page_ext, and stay exact.
+		boots=(
+			"main|allocprof_numa allocprof_store=page_ext|$all|"
+			"compressed|allocprof_numa sysctl.vm.mem_profiling=1,compressed allocprof_store=fallback|$all|"
+			"param-never|sysctl.vm.mem_profiling=never|boot_param|"
+		)
+		;;
 	rust-conly)
 		boots=(
 			"main|allocprof_store=compressed|$all|--kunit"
@@ -193,6 +311,7 @@ for target in $bases; do
 		count "$out" "boot $target/$name"
 		echo "$(tail -n 1 <<< "$out") ($(( $(date +%s) - t ))s, log: $W/logs/$name.log)"
 	done
+	target_line
 done
 
 # 4. Same test-module activity, same rows, whichever core counted them.

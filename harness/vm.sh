@@ -37,7 +37,7 @@ boot() {
 	[ "$a" = kvm ] && cpu=(-cpu host)
 	timeout --foreground -k 5 "$BOOT_TIMEOUT" \
 		qemu-system-x86_64 -accel "$a" "${cpu[@]}" ${QEMU_EXTRA:-} \
-		-m 1G -smp 2 -nographic -no-reboot -nodefaults -serial stdio \
+		-m 1G -smp "${QEMU_SMP:-2}" -nographic -no-reboot -nodefaults -serial stdio \
 		-kernel "$kernel" -initrd "$initrd" \
 		-append "console=ttyS0 panic=-1 log_buf_len=4M $append" \
 		< /dev/null > "$log" 2>&1

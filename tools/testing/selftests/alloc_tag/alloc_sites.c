@@ -28,6 +28,7 @@ FIXTURE_TEARDOWN(site)
 {
 	static const char *const kinds[] = {
 		"kmalloc", "large", "cache", "pages", "vmalloc", "percpu", "order2",
+		"node",
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
@@ -161,6 +162,30 @@ TEST_F(site, percpu_size_times_cpus)
 		EXPECT_DELTA(3 * 64 * cpus, 3, "alloc_percpu(64)");
 	}
 	EXPECT_RETURNED("percpu");
+}
+
+/*
+ * alloc_pages_node() on every online node in turn (n + 1 pages on node n,
+ * each checked to be from that node): one row for the site, exact whatever
+ * node the page comes from.  The NUMA boots (allocprof_numa on the command
+ * line) must have at least two nodes, so that this is not a one-node run.
+ */
+TEST_F(site, pages_per_node)
+{
+	long nodes = att_info("online_nodes");
+	long long pages = 0;
+
+	BEGIN("node");
+	ASSERT_GT(nodes, 0);
+	if (ai_cmdline_has("allocprof_numa"))
+		ASSERT_GE(nodes, 2) TH_LOG("a NUMA boot with one online node");
+	for (long n = 0; n < nodes; n++) {
+		ASSERT_EQ(0, att_ctl("node %ld %ld", n, n + 1)) TH_LOG("node %ld", n);
+		pages += n + 1;
+		EXPECT_DELTA(pages * PAGE, pages, "alloc_pages_node");
+	}
+	TH_LOG("%ld nodes, %lld pages", nodes, pages);
+	EXPECT_RETURNED("node");
 }
 
 /*

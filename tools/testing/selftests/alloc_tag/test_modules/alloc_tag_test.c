@@ -14,6 +14,8 @@
  *   vmalloc SIZE N     N x vmalloc(SIZE)
  *   percpu SIZE N      N x __alloc_percpu(SIZE, 8)
  *   order2 N           N x non-compound alloc_pages(2), kept whole
+ *   node NID N         N x alloc_pages_node(NID, __GFP_THISNODE, 0); -EXDEV
+ *                      if a page is not from NID
  *   split              split_page() every order-2 block held
  *   free KIND          free everything held of KIND (order2 frees the pieces)
  *   stress SITE ITERS  on every online CPU at once, ITERS kmalloc/kfree and
@@ -59,6 +61,7 @@ enum att_kind {
 	ATT_ORDER2,
 	ATT_STRESS_ON,
 	ATT_STRESS_TOGGLE,
+	ATT_NODE,
 	ATT_NR_KINDS,
 };
 
@@ -72,6 +75,7 @@ static const char *const att_kind_name[ATT_NR_KINDS] = {
 	[ATT_ORDER2]		= "order2",
 	[ATT_STRESS_ON]		= "stress_on",
 	[ATT_STRESS_TOGGLE]	= "stress_toggle",
+	[ATT_NODE]		= "node",
 };
 
 struct att_site {
@@ -217,6 +221,12 @@ static struct page *att_do_order2(void)
 	return ATT_SITE(ATT_ORDER2, alloc_pages(GFP_KERNEL, 2));
 }
 
+/* One page from node @nid only (__GFP_THISNODE: no fallback to another). */
+static struct page *att_do_node(int nid)
+{
+	return ATT_SITE(ATT_NODE, alloc_pages_node(nid, GFP_KERNEL | __GFP_THISNODE, 0));
+}
+
 static void *att_stress_on(size_t size)
 {
 	return ATT_SITE(ATT_STRESS_ON, kmalloc(size, GFP_KERNEL));
@@ -239,6 +249,7 @@ static void att_probe_sites(void)
 	att_do_order2();
 	att_stress_on(0);
 	att_stress_toggle(0);
+	att_do_node(0);
 	att_probing = false;
 }
 
@@ -255,6 +266,7 @@ static void att_free_one(enum att_kind kind, struct att_held *h)
 		kmem_cache_free(att_cache, h->ptr);
 		break;
 	case ATT_PAGES:
+	case ATT_NODE:
 		__free_pages(h->ptr, h->order);
 		break;
 	case ATT_VMALLOC:
@@ -318,13 +330,22 @@ static int att_alloc(enum att_kind kind, unsigned long arg, unsigned int n)
 		case ATT_ORDER2:
 			p = att_do_order2();
 			break;
+		case ATT_NODE:
+			if (arg >= MAX_NUMNODES || !node_online(arg))
+				return -EINVAL;
+			p = att_do_node(arg);
+			if (p && page_to_nid(p) != arg) {
+				__free_pages(p, 0);
+				return -EXDEV;
+			}
+			break;
 		default:
 			return -EINVAL;
 		}
 		if (!p)
 			return -ENOMEM;
 		h->ptr = p;
-		h->order = arg;
+		h->order = kind == ATT_NODE ? 0 : arg;
 		h->split = false;
 		att_nr_held[kind]++;
 	}
@@ -480,6 +501,7 @@ static int att_command(char *buf)
 	case ATT_PAGES:
 	case ATT_VMALLOC:
 	case ATT_PERCPU:
+	case ATT_NODE:
 		return att_alloc(kind, a, b);
 	default:
 		return -EINVAL;
@@ -545,6 +567,7 @@ static int att_info_show(struct seq_file *m, void *v)
 	seq_printf(m, "page_size %lu\n", PAGE_SIZE);
 	seq_printf(m, "possible_cpus %u\n", num_possible_cpus());
 	seq_printf(m, "online_cpus %u\n", num_online_cpus());
+	seq_printf(m, "online_nodes %u\n", num_online_nodes());
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(att_info);
