@@ -33,10 +33,13 @@ accel() {
 boot() {
 	local log=$1 initrd=$2 append=$3 a
 	a=$(accel)
-	local cpu=()
+	local cpu=() accel=$a
 	[ "$a" = kvm ] && cpu=(-cpu host)
+	# TCG_THREAD=single: one host thread for all vCPUs (see test.sh for why
+	# the jump-label configurations need it).
+	[ "$a" = tcg ] && [ -n "${TCG_THREAD:-}" ] && accel="tcg,thread=$TCG_THREAD"
 	timeout --foreground -k 5 "$BOOT_TIMEOUT" \
-		qemu-system-x86_64 -accel "$a" "${cpu[@]}" ${QEMU_EXTRA:-} \
+		qemu-system-x86_64 -accel "$accel" "${cpu[@]}" ${QEMU_EXTRA:-} \
 		-m 1G -smp "${QEMU_SMP:-2}" -nographic -no-reboot -nodefaults -serial stdio \
 		-kernel "$kernel" -initrd "$initrd" \
 		-append "console=ttyS0 panic=-1 log_buf_len=4M $append" \

@@ -568,6 +568,7 @@ static int att_info_show(struct seq_file *m, void *v)
 	seq_printf(m, "possible_cpus %u\n", num_possible_cpus());
 	seq_printf(m, "online_cpus %u\n", num_online_cpus());
 	seq_printf(m, "online_nodes %u\n", num_online_nodes());
+	seq_printf(m, "memcg %d\n", IS_ENABLED(CONFIG_MEMCG));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(att_info);
