@@ -47,7 +47,7 @@ const fn key_init(on: bool) -> bindings::static_key {
             enabled: bindings::atomic_t { counter: on as i32 },
             // JUMP_TYPE_TRUE is 1, JUMP_TYPE_FALSE 0: the key's initial value.
             __bindgen_anon_1: bindings::static_key__bindgen_ty_1 {
-                type_: on as core::ffi::c_ulong,
+                type_: on as crate::ffi::c_ulong,
             },
         }
     }
