@@ -238,7 +238,7 @@ for target in $bases; do
 	rust|rust-up|rust-numa|rust-rt|rust-distro) build_checks ;;
 	esac
 	case $target in
-	rust|rust-conly|rust-up|rust-numa|rust-rt) tagcheck_checks ;;
+	rust|rust-conly|rust-up|rust-numa|rust-rt|rust-debug) tagcheck_checks ;;
 	esac
 	[ "$target" = rust-conly ] && conly_checks
 	[ "$target" = rust-noprof ] && noprof_checks
