@@ -245,6 +245,7 @@ for target in $bases; do
 	[ "$target" = rust-distro ] && distro_checks
 	if ! "$H/vm.sh" initramfs; then
 		bad "initramfs: $target"
+		target_line
 		continue
 	fi
 
