@@ -48,12 +48,12 @@ fi
 
 # The last fragment to set a symbol decides it; that value must survive.
 missing=0
-while IFS='|' read -r sym want; do
-	case $want in
+while IFS='|' read -r sym val; do
+	case $val in
 	n) grep -qx "# $sym is not set" "$out/.config" || ! grep -q "^$sym=" "$out/.config" || {
 		echo "configure: $sym must be off but is on after olddefconfig" >&2; missing=1; } ;;
-	*) grep -qx "$sym=$want" "$out/.config" || {
-		echo "configure: $sym=$want did not survive olddefconfig" >&2; missing=1; } ;;
+	*) grep -qx "$sym=$val" "$out/.config" || {
+		echo "configure: $sym=$val did not survive olddefconfig" >&2; missing=1; } ;;
 	esac
 done < <(cat "$@" | sed -nE 's/^(CONFIG_[A-Za-z0-9_]+)=(.*)$/\1|\2/p; s/^# (CONFIG_[A-Za-z0-9_]+) is not set$/\1|n/p' |
 	awk -F'|' '{v[$1] = $2; if (!($1 in o)) { o[$1] = ++n; k[n] = $1 } } END { for (i = 1; i <= n; i++) print k[i] "|" v[k[i]] }')

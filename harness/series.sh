@@ -65,7 +65,8 @@ apply() {
 commit "alloc_tag: headers for a Rust core" \
 "alloc_tag.h, codetag.h and pgalloc_tag.h keep the layouts, the call-site
 macros and the static-key tests; everything else becomes a declaration of
-an entry point the Rust core defines." include/linux
+an entry point the Rust core defines. uapi/linux/alloc_tag.h is the binary
+interface of /proc/allocinfo (the ALLOCINFO_IOC_* ioctls)." include/linux include/uapi
 commit "rust: per-CPU access, seq_file writer and alloc_tag helpers" \
 "percpu.rs: __percpu pointers, a gs-relative add on x86_64 (no preemption
 toggling), sums over possible CPUs. seq_file.rs: writing records from
@@ -78,11 +79,16 @@ sysctl), /proc/allocinfo and show_mem() top users, and a C layout check." \
 	rust/kernel/alloc_tag
 grep -v '^\s*#' "$REPO/patches/series" | grep -v '^\s*$' | while read -r p; do
 	apply "$REPO/patches/$p"
-	if [ "$p" = 0001-lib-build-the-alloc_tag-core-from-Rust.patch ]; then
-		cp "$REPO/Kconfig" "$G/lib/Kconfig.alloc_tag"
-		git add -A -f
-		git commit -q --amend --no-edit
-	fi
+	# New files that belong with a patch's edits go into its commit.
+	case $p in
+	0001-lib-build-the-alloc_tag-core-from-Rust.patch)
+		cp "$REPO/Kconfig" "$G/lib/Kconfig.alloc_tag" ;;
+	0011-lib-test-hook-requesting-a-module-before-the-profiler-initcall.patch)
+		cp "$REPO/lib/test_alloc_tag_early.c" "$G/lib/" ;;
+	*) continue ;;
+	esac
+	git add -A -f
+	git commit -q --amend --no-edit
 done
 commit "Documentation/mm: allocation profiling with the Rust core" \
 "Theory, the Rust layout, the controls and the /proc/allocinfo format." Documentation

@@ -52,7 +52,7 @@ build_checks() {
 			ok
 		fi
 	done
-	local syms="alloc_tag_add alloc_tag_sub alloc_tag_read alloc_tag_top_users
+	local syms="alloc_tag_add alloc_tag_sub alloc_tag_read alloc_tag_top_users_begin
 		    __pgalloc_tag_add __pgalloc_tag_sub __pgalloc_tag_split __pgalloc_tag_swap
 		    codetag_load_module codetag_unload_module mem_alloc_profiling_key
 		    page_alloc_tagging_ops"
@@ -266,6 +266,7 @@ for target in $bases; do
 			"compressed|kunit.enable=0 sysctl.vm.mem_profiling=1,compressed allocprof_store=compressed|$all|"
 			"param-compressed-bad|kunit.enable=0 sysctl.vm.mem_profiling=1,compress|boot_param|"
 			"fallback|kunit.enable=0 sysctl.vm.mem_profiling=1,compressed alloc_tag_page_bits=9 allocprof_store=fallback|allocinfo_format,alloc_sites,page_store|"
+			"early|kunit.enable=0 test_alloc_tag_early.modprobe=alloc_tag_test|early_module|"
 		)
 		;;
 	rust-debug)

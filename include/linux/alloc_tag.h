@@ -113,8 +113,13 @@ void alloc_tag_sub(union codetag_ref *ref, size_t bytes);
 struct alloc_tag_counters alloc_tag_read(struct alloc_tag *tag);
 /* Record that an allocation of @tag (may be NULL) could not be counted. */
 void alloc_tag_set_inaccurate(struct alloc_tag *tag);
-/* The @count tags with the most bytes, largest first; never sleeps unless @can_sleep. */
-size_t alloc_tag_top_users(struct codetag_bytes *tags, size_t count, bool can_sleep);
+/*
+ * The @count tags with the most bytes, largest first; never sleeps.  If it
+ * returns more than 0, the tags (strings and counters included) stay valid
+ * until alloc_tag_top_users_end(), which the caller must then call.
+ */
+size_t alloc_tag_top_users_begin(struct codetag_bytes *tags, size_t count);
+void alloc_tag_top_users_end(void);
 /* True after sysctl.vm.mem_profiling=never. */
 bool mem_alloc_profiling_permanently_disabled(void);
 /* mm/percpu.c: extension vectors for the boot-time percpu chunks. */

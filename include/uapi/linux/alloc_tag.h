@@ -24,8 +24,11 @@
 #define ALLOCINFO_STR_SIZE	64
 
 /*
- * Changes whenever the set of tags changes (a module with tags is loaded or
- * unloaded); not when counters change.
+ * Changes whenever a module with tags is loaded or unloaded, which moves
+ * the positions of tags; not when counters change.  A tag that appears or
+ * goes on its own (the tag of a Rust call site that allocates for the first
+ * time, or that is freed for reuse) moves no other tag and does not change
+ * it: a walk then returns every other tag once.
  */
 struct allocinfo_content_id {
 	__u64 id;

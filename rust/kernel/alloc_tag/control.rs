@@ -297,7 +297,13 @@ fn sysctl_init() {
     }
 }
 
-/// The profiler's initcall (device level, as upstream).
+/// The profiler's initcall, at subsys level: before rootfs_initcall, from
+/// which user-mode helpers run and the first module can be requested, so
+/// that every module load finds the registry set up (upstream's is at
+/// device level, where the registry of a Rust core linked after `kernel/`,
+/// `mm/`, `fs/` and `crypto/` would come too late for their device
+/// initcalls). Slab, vmalloc, per-CPU memory, workqueues, sysctl and procfs
+/// are all up by then.
 #[no_mangle]
 extern "C" fn alloc_tag_init() -> c_int {
     super::registry::init();
@@ -306,8 +312,14 @@ extern "C" fn alloc_tag_init() -> c_int {
     super::rust_sites::init();
     super::compressed::init();
     super::registry::assign_rust_ids();
-    // SAFETY: the percpu allocator is up at device initcalls.
-    unsafe { bindings::pcpu_alloc_tag_init_boot_chunks() };
+    // Extension vectors for the boot percpu chunks, so that what they serve
+    // is counted; memcg then charges their __GFP_ACCOUNT allocations too,
+    // as it does for every other chunk. Not with `never`, which leaves
+    // percpu (memcg included) as without the profiler.
+    if profiling_supported() {
+        // SAFETY: the percpu allocator is up at initcalls.
+        unsafe { bindings::pcpu_alloc_tag_init_boot_chunks() };
+    }
     sysctl_init();
     super::report::procfs_init();
     let (store, width, capacity, tags) = super::compressed::describe();
@@ -353,7 +365,7 @@ extern "C" fn alloc_tag_init() -> c_int {
 
 #[cfg(CONFIG_HAVE_ARCH_PREL32_RELOCATIONS)]
 core::arch::global_asm!(
-    r#".section ".initcall6.init", "a"
+    r#".section ".initcall4.init", "a"
     __alloc_tag_initcall:
         .long   alloc_tag_init - .
     .previous"#
@@ -361,5 +373,5 @@ core::arch::global_asm!(
 
 #[cfg(not(CONFIG_HAVE_ARCH_PREL32_RELOCATIONS))]
 #[used]
-#[link_section = ".initcall6.init"]
+#[link_section = ".initcall4.init"]
 static ALLOC_TAG_INITCALL: extern "C" fn() -> c_int = alloc_tag_init;

@@ -154,7 +154,12 @@ impl<'a> Parser<'a> {
     /// A backreference: its target, parsed as `what` from there.
     fn backref<T>(&mut self, what: fn(&mut Self) -> Res<T>) -> Res<T> {
         let start = self.pos - 1;
-        let target = usize::try_from(self.base62()?).map_err(|_| ())? + 2;
+        // The target is two past the value (after `_R`); a value that
+        // large points past any symbol anyway.
+        let target = usize::try_from(self.base62()?)
+            .ok()
+            .and_then(|v| v.checked_add(2))
+            .ok_or(())?;
         if target >= start {
             return Err(());
         }

@@ -9,15 +9,18 @@
 //!
 //! - `CONTENT_ID`: a number that changes whenever a module with tags is
 //!   loaded or unloaded ([`registry::content_id`]).
-//! - `GET_AT`: validates and stores a filter on the open file, then returns
-//!   the `pos`-th tag (from 0) that passes it; `ENOENT` if `pos` is not below
-//!   the number of tags or no such tag exists.
+//! - `GET_AT`: validates a filter, then returns the `pos`-th tag (from 0)
+//!   that passes it and keeps the filter and that position on the open file;
+//!   `ENOENT` if `pos` is not below the number of tags or no such tag exists,
+//!   and then the file's filter and position stay as they were.
 //! - `GET_NEXT`: the next tag after the last one returned that passes the
 //!   stored filter; `ENOENT` at the end, after which the walk starts again
 //!   from the first tag.
 //!
-//! Each open file keeps its own position (a tag index), filter and lock, so
-//! `GET_NEXT` resumes in O(number of modules) and never walks the tags
+//! Each open file keeps its own position (a tag slot of the registry, which a
+//! Rust call site registering meanwhile does not move:
+//! [`registry::ReadGuard::next_from`]), filter and lock, so `GET_NEXT`
+//! resumes in O(number of modules) and never walks the tags
 //! already returned; `read()` of the same file is not disturbed. Each call
 //! holds the registry for reading only while it runs, so module loads wait
 //! at most for one call, and allocators never wait at all.
@@ -316,14 +319,14 @@ fn find(
     c: &Criteria,
     mut skip: u64,
 ) -> Option<(usize, &'static AllocTag)> {
-    while let Some(tag) = guard.tag_at(from) {
+    while let Some((idx, tag)) = guard.next_from(from) {
         if c.matches(tag) {
             if skip == 0 {
-                return Some((from, tag));
+                return Some((idx, tag));
             }
             skip -= 1;
         }
-        from += 1;
+        from = idx + 1;
     }
     None
 }
@@ -336,12 +339,13 @@ fn get_at(state: *mut State, arg: usize) -> Result<(), Error> {
     let pos = u64_at(&buf, offset_of!(GetAt, pos));
     // SAFETY: the open file's state (caller).
     let st = unsafe { Locked::new(state) };
-    st.0.criteria = criteria;
     let guard = registry::read().ok_or(ENOENT)?;
     if pos >= guard.len() as u64 {
         return Err(ENOENT);
     }
     let (idx, tag) = find(&guard, 0, &criteria, pos).ok_or(ENOENT)?;
+    // Found: only now does the walk take the new filter and position.
+    st.0.criteria = criteria;
     st.0.next = idx + 1;
     st.0.positioned = true;
     fill(&mut buf[offset_of!(GetAt, data)..], tag);

@@ -237,25 +237,34 @@ impl ReadGuard {
         all.iter().filter(|s| s.state != State::Placed)
     }
 
-    /// The tag at position `pos` of the walk (vmlinux first, then modules in
-    /// load order), found in O(number of modules).
-    pub fn tag_at(&self, mut pos: usize) -> Option<&'static AllocTag> {
+    /// The first reported tag at walk position `pos` or after it, with its
+    /// position, found in O(number of modules + tags of one Rust block).
+    ///
+    /// Positions count every tag slot, reported or not (vmlinux first, then
+    /// the segments in load order), so a Rust call site that starts or
+    /// stops being reported never moves another tag: a walk that resumes at
+    /// a position sees no tag twice and skips none that stays. Only loading
+    /// and unloading modules moves positions, and that changes
+    /// [`content_id`].
+    pub fn next_from(&self, pos: usize) -> Option<(usize, &'static AllocTag)> {
         let v = vmlinux();
         if pos < v.len {
-            return Some(v.tag(pos));
+            return Some((pos, v.tag(pos)));
         }
-        pos -= v.len;
+        let (mut base, mut skip) = (v.len, pos - v.len);
         for seg in self.modules() {
-            let n = seg.reported_len();
-            if pos < n {
-                // Other segments report every tag: index them directly.
-                return if seg.rust_sites {
-                    seg.reported().nth(pos)
-                } else {
-                    Some(seg.tag(pos))
-                };
+            if skip < seg.len {
+                for i in skip..seg.len {
+                    let tag = seg.tag(i);
+                    if !seg.rust_sites || super::rust_sites::in_use(tag) {
+                        return Some((base + i, tag));
+                    }
+                }
+                skip = 0;
+            } else {
+                skip -= seg.len;
             }
-            pos -= n;
+            base += seg.len;
         }
         None
     }

@@ -143,18 +143,27 @@ unsafe extern "C" fn allocinfo_start(
     // always calls after `start`.
     core::mem::forget(guard);
     // SAFETY: `pos` is valid (seq_file core).
-    tag_at(unsafe { *pos })
+    tag_from(unsafe { &mut *pos })
 }
 
-fn tag_at(pos: bindings::loff_t) -> *mut c_void {
-    let Ok(pos) = usize::try_from(pos) else {
+/// The first tag at position `*pos` or after it; moves `*pos` to it (past
+/// the end if none). Positions are the registry's, which a Rust call site
+/// registering meanwhile does not move ([`registry::ReadGuard::next_from`]).
+fn tag_from(pos: &mut bindings::loff_t) -> *mut c_void {
+    let Ok(from) = usize::try_from(*pos) else {
         return core::ptr::null_mut();
     };
     // SAFETY: the registry is held for reading by this reader since `start`.
     let guard = unsafe { registry::ReadGuard::assume_held() };
-    let tag = guard.tag_at(pos);
+    let found = guard.next_from(from);
     core::mem::forget(guard);
-    tag.map_or(core::ptr::null_mut(), |t| t.as_raw().cast())
+    match found {
+        Some((idx, tag)) => {
+            *pos = idx as bindings::loff_t;
+            tag.as_raw().cast()
+        }
+        None => core::ptr::null_mut(),
+    }
 }
 
 /// `seq_operations::next`.
@@ -169,10 +178,9 @@ unsafe extern "C" fn allocinfo_next(
     pos: *mut bindings::loff_t,
 ) -> *mut c_void {
     // SAFETY: `pos` is valid (seq_file core).
-    unsafe {
-        *pos += 1;
-        tag_at(*pos)
-    }
+    let pos = unsafe { &mut *pos };
+    *pos += 1;
+    tag_from(pos)
 }
 
 /// `seq_operations::stop`: releases what `start` took.
@@ -273,27 +281,28 @@ pub(super) fn procfs_init() {
 }
 
 /// Fills `tags[..count]` with the tags holding the most bytes, largest
-/// first, and returns how many it filled. Never sleeps unless `can_sleep`:
-/// without it, gives up (returns 0) if the registry is being changed.
+/// first, for `show_mem()`, and returns how many it filled. Never sleeps:
+/// gives up (returns 0) if the registry is being changed.
+///
+/// When it returns more than 0, the registry stays held for reading until
+/// [`alloc_tag_top_users_end`], so that the tags, their strings and their
+/// counters stay valid while the caller prints them: a module unloaded
+/// meanwhile waits, instead of freeing its strings under the printer.
 ///
 /// # Safety
 ///
-/// `tags` points to `count` writable `codetag_bytes`.
+/// `tags` points to `count` writable `codetag_bytes`. After a non-zero
+/// return the caller calls [`alloc_tag_top_users_end`] once, from the same
+/// task.
 #[no_mangle]
-pub unsafe extern "C" fn alloc_tag_top_users(
+pub unsafe extern "C" fn alloc_tag_top_users_begin(
     tags: *mut bindings::codetag_bytes,
     count: usize,
-    can_sleep: bool,
 ) -> usize {
     if tags.is_null() || count == 0 {
         return 0;
     }
-    let guard = if can_sleep {
-        registry::read()
-    } else {
-        registry::try_read()
-    };
-    let Some(guard) = guard else {
+    let Some(guard) = registry::try_read() else {
         return 0;
     };
     // SAFETY: `count` writable entries (caller), used only here.
@@ -316,5 +325,22 @@ pub unsafe extern "C" fn alloc_tag_top_users(
         };
         nr = (nr + 1).min(count);
     }
+    if nr > 0 {
+        // Held until `alloc_tag_top_users_end()` (caller).
+        core::mem::forget(guard);
+    }
     nr
+}
+
+/// Releases the registry that [`alloc_tag_top_users_begin`] left held.
+///
+/// # Safety
+///
+/// Called once after each non-zero return of
+/// [`alloc_tag_top_users_begin`], by the same task.
+#[no_mangle]
+pub unsafe extern "C" fn alloc_tag_top_users_end() {
+    // SAFETY: `alloc_tag_top_users_begin` left the registry held for
+    // reading (caller); this releases that hold.
+    drop(unsafe { registry::ReadGuard::assume_held() });
 }

@@ -33,7 +33,9 @@
 //!   tags do.
 //! - Before the profiler's initcall, with profiling `never`, or without a
 //!   free tag, an allocation is charged to one fallback row,
-//!   `rust_site_unregistered`.
+//!   `rust_site_unregistered`. With profiling off, [`tag_for`] looks
+//!   nothing up and registers nothing: it names the fallback row, which is
+//!   not charged while off.
 
 use super::{AllocTag, PerCpuCounters};
 use crate::bindings;
@@ -60,7 +62,8 @@ const MAX_BLOCKS: usize = {
     }
 };
 
-/// Table slots: a power of two, at least twice the sites (2048 slots, 32 KiB,
+/// Table slots: a power of two, at least twice the sites (2048 slots, 32 KiB
+/// and 16 KiB of identity entries,
 /// for 1020 sites).
 const TABLE_BITS: u32 = (2 * MAX_BLOCKS * BLOCK_TAGS)
     .next_power_of_two()
@@ -104,6 +107,8 @@ struct SiteData {
     file: [u8; FILE_LEN],
     func: [u8; FUNC_LEN],
     modname: [u8; MOD_LEN],
+    /// In the identity index ([`Sites::ident`]).
+    indexed: bool,
 }
 
 /// One site: its state and data, for the tag of the same index in its
@@ -136,9 +141,16 @@ struct Block {
 /// `blocks[..nr_blocks]` are valid blocks that are never freed; `nr_blocks`
 /// only grows, under the sites lock. `table` is NULL or `TABLE_SIZE` slots
 /// that are never freed; keys and sites in it are changed only under the
-/// sites lock.
+/// sites lock. `ident` is NULL or `TABLE_SIZE` entries, never freed, read
+/// and written only under the sites lock: each NULL or a live site whose
+/// `indexed` is set, at most `MAX_PROBE - 1` slots after its identity's
+/// hash with no NULL entry between. `unindexed` counts the live sites
+/// not in it; `free_hint` is at most the lowest index of a free site.
 struct Sites {
     table: AtomicPtr<Slot>,
+    ident: AtomicPtr<AtomicPtr<Site>>,
+    unindexed: AtomicUsize,
+    free_hint: AtomicUsize,
     blocks: UnsafeCell<[*mut Block; MAX_BLOCKS]>,
     nr_blocks: AtomicUsize,
     free: AtomicUsize,
@@ -153,6 +165,9 @@ unsafe impl Sync for Sites {}
 
 static SITES: Sites = Sites {
     table: AtomicPtr::new(core::ptr::null_mut()),
+    ident: AtomicPtr::new(core::ptr::null_mut()),
+    unindexed: AtomicUsize::new(0),
+    free_hint: AtomicUsize::new(0),
     blocks: UnsafeCell::new([core::ptr::null_mut(); MAX_BLOCKS]),
     nr_blocks: AtomicUsize::new(0),
     free: AtomicUsize::new(0),
@@ -268,6 +283,12 @@ fn lookup(table: &[Slot], key: usize) -> Option<&'static Site> {
 /// ```
 #[inline(never)]
 pub fn tag_for(loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
+    // Off, nothing is charged: no lookup, and no site registers (a site
+    // that only allocates while off takes no tag). Should profiling come on
+    // before the allocation's hook runs, the fallback row gets it.
+    if !super::control::profiling_enabled() {
+        return FALLBACK.as_raw();
+    }
     let Some(table) = table() else {
         return FALLBACK.as_raw();
     };
@@ -417,6 +438,144 @@ fn insert(table: &[Slot], key: usize, site: &Site) -> bool {
     false
 }
 
+/// The identity index: the live sites by (module, file, line, column), so
+/// that a copy of a site's `Location` finds the site in at most
+/// [`MAX_PROBE`] steps instead of a scan of every site. Under the sites lock.
+fn ident() -> Option<&'static [AtomicPtr<Site>]> {
+    let t = SITES.ident.load(Ordering::Relaxed);
+    if t.is_null() {
+        return None;
+    }
+    // SAFETY: a non-NULL index has `TABLE_SIZE` entries and is never freed
+    // (invariant).
+    Some(unsafe { core::slice::from_raw_parts(t, TABLE_SIZE) })
+}
+
+/// The index slot an identity hashes to.
+fn ident_hash(owner: *mut bindings::module, line: u32, column: u32, file: &[u8]) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in file {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+    }
+    h ^= owner as usize as u64 ^ (u64::from(line) << 32) ^ u64::from(column);
+    (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (u64::BITS - TABLE_BITS)) as usize
+}
+
+impl SiteData {
+    /// Whether this is the site of `loc` (its `file` relative to the tree)
+    /// in `owner`.
+    fn same_site(&self, owner: *mut bindings::module, loc: &Location<'_>, file: &[u8]) -> bool {
+        self.owner == owner
+            && self.line == loc.line()
+            && self.column == loc.column()
+            && c_bytes(&self.file) == tail(file, FILE_LEN - 1)
+    }
+
+    fn ident_hash(&self) -> usize {
+        ident_hash(self.owner, self.line, self.column, c_bytes(&self.file))
+    }
+}
+
+/// The live site of `loc` in `owner`, if any: from the index, or with a scan
+/// while some live site is not in it. Under the sites lock.
+fn find_live(
+    owner: *mut bindings::module,
+    loc: &Location<'_>,
+    file: &[u8],
+) -> Option<&'static Site> {
+    if let (Some(ix), 0) = (ident(), SITES.unindexed.load(Ordering::Relaxed)) {
+        let h = ident_hash(owner, loc.line(), loc.column(), tail(file, FILE_LEN - 1));
+        for i in 0..MAX_PROBE {
+            let e = ix[(h + i) & (TABLE_SIZE - 1)].load(Ordering::Relaxed);
+            if e.is_null() {
+                return None;
+            }
+            // SAFETY: index entries are live sites, in blocks never freed.
+            let site = unsafe { &*e };
+            // SAFETY: the lock is held; live data is not written.
+            if unsafe { &*site.data.get() }.same_site(owner, loc, file) {
+                return Some(site);
+            }
+        }
+        return None;
+    }
+    for i in 0..nr_sites() {
+        let site = site(i);
+        if site.state.load(Ordering::Relaxed) != LIVE {
+            continue;
+        }
+        // SAFETY: the lock is held, and a live site's data is not written.
+        let d = unsafe { &*site.data.get() };
+        if d.same_site(owner, loc, file) {
+            return Some(site);
+        }
+    }
+    None
+}
+
+/// Enters the newly live `site` in the index, or counts it unindexed.
+/// Under the sites lock.
+fn ident_insert(site: &'static Site, d: &mut SiteData) {
+    if let Some(ix) = ident() {
+        let h = d.ident_hash();
+        for i in 0..MAX_PROBE {
+            let e = &ix[(h + i) & (TABLE_SIZE - 1)];
+            if e.load(Ordering::Relaxed).is_null() {
+                e.store(core::ptr::from_ref(site).cast_mut(), Ordering::Relaxed);
+                d.indexed = true;
+                return;
+            }
+        }
+    }
+    d.indexed = false;
+    SITES.unindexed.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Takes `site`, which stops being live, out of the index (closing the gap
+/// by moving later entries of the run back, so that every entry stays
+/// reachable from its hash). Under the sites lock.
+fn ident_remove(site: &Site, d: &mut SiteData) {
+    if !d.indexed {
+        SITES.unindexed.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    d.indexed = false;
+    let Some(ix) = ident() else {
+        return;
+    };
+    let mask = TABLE_SIZE - 1;
+    let h = d.ident_hash();
+    let mut at = None;
+    for i in 0..MAX_PROBE {
+        if core::ptr::eq(ix[(h + i) & mask].load(Ordering::Relaxed), site) {
+            at = Some((h + i) & mask);
+            break;
+        }
+    }
+    let Some(mut hole) = at else {
+        return;
+    };
+    ix[hole].store(core::ptr::null_mut(), Ordering::Relaxed);
+    let mut j = hole;
+    // At most a run of the table; with at most half of it used, short.
+    for _ in 0..TABLE_SIZE {
+        j = (j + 1) & mask;
+        let e = ix[j].load(Ordering::Relaxed);
+        if e.is_null() {
+            break;
+        }
+        // SAFETY: index entries are live sites; the lock is held.
+        let home = unsafe { &*(*e).data.get() }.ident_hash();
+        // Move the entry back into the hole if the hole lies between its
+        // hash and where it is.
+        if hole.wrapping_sub(home) & mask < j.wrapping_sub(home) & mask {
+            ix[hole].store(e, Ordering::Relaxed);
+            ix[j].store(core::ptr::null_mut(), Ordering::Relaxed);
+            hole = j;
+        }
+    }
+}
+
 /// Registers the new site `loc` and returns its tag: the slow path of
 /// [`tag_for`].
 #[cold]
@@ -448,29 +607,22 @@ fn register_locked(
     let owner = unsafe { bindings::alloc_tag_module_of(key as crate::ffi::c_ulong) };
     let file = rel_file(loc);
     // Another copy of the same site's `Location` already has a tag.
+    if let Some(site) = find_live(owner, loc, file) {
+        insert(table, key, site);
+        return site.tag;
+    }
+    // The first free site from the hint on (no free one below it).
     let mut free = None;
-    for i in 0..nr_sites() {
+    for i in SITES.free_hint.load(Ordering::Relaxed)..nr_sites() {
         let site = site(i);
-        let state = site.state.load(Ordering::Relaxed);
-        if state == FREE && free.is_none() {
+        if site.state.load(Ordering::Relaxed) == FREE {
+            SITES.free_hint.store(i + 1, Ordering::Relaxed);
             free = Some(site);
-        }
-        if state != LIVE {
-            continue;
-        }
-        // SAFETY: live sites' data is only written while they are free
-        // (invariant); the lock is held.
-        let d = unsafe { &*site.data.get() };
-        if d.owner == owner
-            && d.line == loc.line()
-            && d.column == loc.column()
-            && c_bytes(&d.file) == tail(file, FILE_LEN - 1)
-        {
-            insert(table, key, site);
-            return site.tag;
+            break;
         }
     }
     let Some(site) = free else {
+        SITES.free_hint.store(nr_sites(), Ordering::Relaxed);
         return FALLBACK.as_raw();
     };
     // SAFETY: a free site's data is written only under the lock, which is
@@ -502,6 +654,7 @@ fn register_locked(
         filename(ct).store(d.file.as_mut_ptr(), Ordering::Release);
     }
     site.state.store(LIVE, Ordering::Relaxed);
+    ident_insert(site, d);
     SITES.free.fetch_sub(1, Ordering::Relaxed);
     // Without a slot, the site is found again through the scan above.
     insert(table, key, site);
@@ -521,37 +674,63 @@ impl Site {
     }
 }
 
+/// Slots of the table looked at per hold of the sites lock when a module
+/// goes, so that interrupts are never off for long: 512 slot reads (and
+/// as many site reads) per hold, whatever `CONFIG_MEM_ALLOC_PROFILING_RUST_SITES`.
+const GONE_CHUNK: usize = 512;
+
 /// Takes `module`'s sites out of the table: drained ones are unlisted at
 /// the next reclaim, the others stay reported until drained. Returns
-/// whether it had any. Called with the registry held for writing.
+/// whether it had any. Called with the registry held for writing, once the
+/// module's code can no longer run, so none of its sites registers
+/// meanwhile; the lock is taken per [`GONE_CHUNK`] slots, then per block.
 pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
     let Some(table) = table() else {
         return false;
     };
-    let _lock = SitesLock::new();
-    let mut any = false;
-    for i in 0..nr_sites() {
-        let site = site(i);
-        if site.state.load(Ordering::Relaxed) != LIVE {
-            continue;
-        }
-        // SAFETY: the lock is held; live data is not written.
-        let d = unsafe { &mut *site.data.get() };
-        if d.owner != module {
-            continue;
-        }
-        for slot in table {
-            if core::ptr::eq(slot.site.load(Ordering::Relaxed), site)
-                && slot.key.load(Ordering::Relaxed) > GONE
-            {
+    // One pass over the table: the keys of the module's sites go.
+    let mut from = 0;
+    while from < TABLE_SIZE {
+        let _lock = SitesLock::new();
+        for slot in &table[from..(from + GONE_CHUNK).min(TABLE_SIZE)] {
+            if slot.key.load(Ordering::Relaxed) <= GONE {
+                continue;
+            }
+            // SAFETY: sites in the table are in blocks, never freed.
+            let site = unsafe { &*slot.site.load(Ordering::Relaxed) };
+            if site.state.load(Ordering::Relaxed) != LIVE {
+                continue;
+            }
+            // SAFETY: the lock is held, and a live site's data is not
+            // written.
+            if unsafe { &*site.data.get() }.owner == module {
                 slot.key.store(GONE, Ordering::Release);
             }
         }
-        // Its strings are copies in the site: nothing to do for them.
-        d.owner = core::ptr::null_mut();
-        site.state.store(DETACHED, Ordering::Relaxed);
-        SITES.detached.fetch_add(1, Ordering::Relaxed);
-        any = true;
+        from += GONE_CHUNK;
+    }
+    // Then its sites are detached, one block per hold.
+    let mut any = false;
+    for b in 0..SITES.nr_blocks.load(Ordering::Acquire) {
+        let _lock = SitesLock::new();
+        for i in b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS {
+            let site = site(i);
+            if site.state.load(Ordering::Relaxed) != LIVE {
+                continue;
+            }
+            // SAFETY: the lock is held; live data is only written here,
+            // under it.
+            let d = unsafe { &mut *site.data.get() };
+            if d.owner != module {
+                continue;
+            }
+            ident_remove(site, d);
+            // Its strings are copies in the site: nothing to do for them.
+            d.owner = core::ptr::null_mut();
+            site.state.store(DETACHED, Ordering::Relaxed);
+            SITES.detached.fetch_add(1, Ordering::Relaxed);
+            any = true;
+        }
     }
     any
 }
@@ -594,6 +773,7 @@ pub(crate) fn free_unlisted() {
         if site.state.load(Ordering::Relaxed) == UNLISTED {
             site.state.store(FREE, Ordering::Relaxed);
             SITES.free.fetch_add(1, Ordering::Relaxed);
+            SITES.free_hint.fetch_min(i, Ordering::Relaxed);
         }
     }
 }
@@ -667,8 +847,13 @@ pub(crate) fn init() {
             .prefix_len
             .store(own.len() - tail.len(), Ordering::Relaxed);
     }
-    // SAFETY: may sleep at initcalls. Zeroed: all slots empty.
-    let table = unsafe { bindings::alloc_tag_sites_alloc_block(TABLE_SIZE * size_of::<Slot>()) };
+    // SAFETY: may sleep at initcalls. Zeroed: all slots empty, and all
+    // identity entries (which follow the slots).
+    let table = unsafe {
+        bindings::alloc_tag_sites_alloc_block(
+            TABLE_SIZE * (size_of::<Slot>() + size_of::<AtomicPtr<Site>>()),
+        )
+    };
     if table.is_null() {
         crate::pr_err!("alloc_tag: no memory for the Rust site table; Rust sites share one row\n");
         return;
@@ -679,5 +864,9 @@ pub(crate) fn init() {
         crate::pr_err!("alloc_tag: no memory for Rust site tags; Rust sites share one row\n");
         return;
     }
+    // SAFETY: the identity entries follow the `TABLE_SIZE` slots in the
+    // same zeroed allocation, suitably aligned (both are pointer-sized).
+    let ident = unsafe { table.cast::<Slot>().add(TABLE_SIZE) }.cast::<AtomicPtr<Site>>();
+    SITES.ident.store(ident, Ordering::Relaxed);
     SITES.table.store(table.cast(), Ordering::Release);
 }

@@ -16,6 +16,7 @@ use std::collections::hash_map::RandomState;
 use std::fmt::Debug;
 use std::hash::{BuildHasher, Hasher};
 
+use kernel::alloc_tag::demangle::{fn_name, is_alloc_machinery};
 use kernel::alloc_tag::parse::{parse_boot_value, parse_page_bits, parse_sysctl_value};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -30,6 +31,7 @@ const PROPERTIES: &[(&str, u32)] = &[
     ("page_bits_near_grammar", 220_000),
     ("sysctl_value_any_bytes", 150_000),
     ("sysctl_value_near_grammar", 220_000),
+    ("demangle_near_grammar", 150_000),
 ];
 
 /// The claim of issue 8: at least a million parser inputs per run.
@@ -306,4 +308,86 @@ fn check_sysctl(input: &[u8]) -> Result<bool, TestCaseError> {
         input.escape_ascii()
     );
     Ok(got.is_some())
+}
+
+/// v0 symbols with back-references (`B`, base 62 up to `_`), and pieces of
+/// them: back-references whose value is near `u64::MAX` (where the target,
+/// two past it, overflows), near `usize::MAX / 2` and small, in path, type
+/// and const position.
+const DEMANGLE_SEEDS: &[&[u8]] = &[
+    b"_RNvNtCs1234_6kernel5alloc7realloc",
+    b"_RNvMNtCs1_3foo3barNtB2_3Baz3new",
+    b"_RINvCs1_3foo3barNtB4_3BazEB4_",
+    b"_RNvB_3foo",
+    b"_RNvBlYGhA16ahye_3foo",
+    b"_RNvBlYGhA16ahyd_3foo",
+    b"_RINvC3foo3barBlYGhA16ahye_E",
+    b"_RINvC3foo3barKBlYGhA16ahyd_E",
+    b"_RNCNvC3foo3bar0B3_",
+];
+const DEMANGLE_TOKENS: &[&[u8]] = &[
+    b"_R",
+    b"N",
+    b"v",
+    b"t",
+    b"C",
+    b"M",
+    b"X",
+    b"Y",
+    b"I",
+    b"E",
+    b"K",
+    b"B",
+    b"Cs1_",
+    b"3foo",
+    b"3bar",
+    b"0",
+    b"_",
+    b"p",
+    b"R",
+    b"Q",
+    b"A",
+    b"S",
+    b"F",
+    b"D",
+    b"L",
+    b"lYGhA16ahye_",
+    b"lYGhA16ahyd_",
+    b"lYGhA16ahyc_",
+    b"lYGhA16ahyf_",
+    b"aZl8N0y58M7_",
+    b"zzzzzzzzzzzzzzzzzzzzzz_",
+];
+const DEMANGLE_BYTES: &[u8] = b"_RNvCBIEKMXY0123456789azAZ";
+
+/// demangle.rs never panics (overflow checks on) and never reads past the
+/// symbol, on v0 symbols near the grammar; the accepted ones are named.
+#[test]
+fn demangle_near_grammar() {
+    let strategy = near(DEMANGLE_SEEDS, DEMANGLE_TOKENS, DEMANGLE_BYTES);
+    run_property("demangle_near_grammar", strategy, false, |input| {
+        let _ = is_alloc_machinery(input);
+        Ok(fn_name(input).is_some())
+    });
+}
+
+/// Back-references at and near `u64::MAX`, in each position, are refused
+/// without overflowing.
+#[test]
+fn demangle_backrefs_near_u64_max() {
+    for b in [
+        "lYGhA16ahye_",
+        "lYGhA16ahyd_",
+        "lYGhA16ahyc_",
+        "aZl8N0y58M7_",
+    ] {
+        for sym in [
+            format!("_RNvB{b}3foo"),
+            format!("_RINvC3foo3barB{b}E"),
+            format!("_RINvC3foo3barKB{b}E"),
+            format!("_RNvMB{b}3foo"),
+        ] {
+            assert!(fn_name(sym.as_bytes()).is_none(), "{sym}");
+        }
+    }
 }

@@ -432,6 +432,16 @@ TEST_F(ioc, bad_input)
 	EXPECT_EQ(EFAULT, errno);
 	EXPECT_EQ(-1, ioctl(self->fd, ALLOCINFO_IOC_CONTENT_ID, (void *)8));
 	EXPECT_EQ(EFAULT, errno);
+	/* Valid filters with nothing at pos: ENOENT, and the filter not kept. */
+	memset(&bad, 0, sizeof(bad));
+	bad.filter.mask = ALLOCINFO_FILTER_MASK_FILENAME;
+	strcpy(bad.filter.fields.filename, "no/such/file.c");
+	EXPECT_EQ(-ENOENT, get_at(self->fd, &bad));
+	memset(&bad, 0, sizeof(bad));
+	bad.filter.mask = ALLOCINFO_FILTER_MASK_LINENO;
+	bad.filter.fields.lineno = 1;
+	bad.pos = ~0ULL;
+	EXPECT_EQ(-ENOENT, get_at(self->fd, &bad));
 
 	/* None of that moved the walk or changed its filter. */
 	ASSERT_EQ(0, get_next(self->fd, &next));

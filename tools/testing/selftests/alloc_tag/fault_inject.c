@@ -170,6 +170,68 @@ static int reload_test_module(int *ctl)
 	return *ctl < 0 ? -1 : 0;
 }
 
+/* /dev/kmsg, positioned after the last record: what is logged from now on. */
+static int kmsg_from_now(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+
+	if (fd >= 0 && lseek(fd, 0, SEEK_END) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Whether a record read from @fd on contains @needle. */
+static bool kmsg_since_has(int fd, const char *needle)
+{
+	char rec[8192];
+	ssize_t n;
+
+	while ((n = read(fd, rec, sizeof(rec) - 1)) != 0) {
+		if (n < 0) {
+			if (errno == EPIPE)
+				continue;
+			break;
+		}
+		rec[n] = '\0';
+		if (strstr(rec, needle))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The same failure for an allocation with __GFP_NOWARN: the row says
+ * accurate:no as before, but nothing is logged, as the caller asked.
+ */
+TEST_F(fi, slab_vector_failure_nowarn_is_quiet)
+{
+	struct ai_row after;
+	unsigned int nth;
+	bool fired = true, found = false;
+	int kmsg;
+
+	ASSERT_EQ(0, fi_set("fail_page_alloc", "ignore-gfp-wait", "Y"));
+	kmsg = kmsg_from_now();
+	ASSERT_LE(0, kmsg);
+	for (nth = 1; fired && !found && nth < 50; nth++) {
+		int ret;
+
+		ASSERT_EQ(0, reload_test_module(&self->ctl));
+		ret = ctl_failing(self->ctl, "cache 1 1", nth, &fired);
+		ASSERT_EQ(0, get_site("cache", &after));
+		found = !ret && fired && after.inaccurate;
+	}
+	ASSERT_TRUE(found) TH_LOG("no fault site of the first allocation was the vector's");
+	EXPECT_EQ(0, after.calls);
+	EXPECT_EQ(0, after.bytes);
+	EXPECT_FALSE(kmsg_since_has(kmsg, "no slab extension vector"))
+		TH_LOG("logged for a __GFP_NOWARN allocation");
+	close(kmsg);
+	ASSERT_EQ(0, att_ctl("free cache"));
+}
+
 /*
  * A fresh cache's first object needs a new extension vector.  Fail each
  * fault site of that first allocation in turn, on a fresh cache each time:

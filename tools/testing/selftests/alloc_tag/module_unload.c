@@ -11,6 +11,8 @@
 #include "alloc_tag_util.h"
 
 #include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include "../kselftest_harness.h"
 
@@ -331,6 +333,77 @@ TEST_F(tag_area, churn)
 	}
 	TH_LOG("%d cycles: MemAvailable %ld kB before, %ld kB after", CHURN_CYCLES,
 	       avail_before, avail_after);
+}
+
+/* Loads HOLD_MOD with module parameters @params. */
+static int load_hold(const char *params)
+{
+	char path[256];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/%s.ko", AI_MODDIR, HOLD_MOD);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+static int write_sysrq(char c)
+{
+	int fd = open("/proc/sysrq-trigger", O_WRONLY);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, &c, 1) == 1 ? 0 : -errno;
+	close(fd);
+	return ret;
+}
+
+#define SHOW_MEM_CYCLES	12
+#define SHOW_MEM_BIG	"big=128"	/* 128 order-4 blocks: 8 MiB, a top row */
+
+/*
+ * show_mem() (SysRq m) over and over while a module whose allocations
+ * outlive it, at the top of the report, is loaded and unloaded and its
+ * allocations freed: the report reads each tag's strings and counters
+ * while the module's strings are freed at unload and its tag area once
+ * drained.  The kernel must stay up and KASAN quiet (make test-debug), and
+ * the module's rows must show up in some report (the race is reached).
+ */
+TEST(show_mem_during_unload)
+{
+	int status, i;
+	pid_t pid;
+
+	if (access("/proc/sysrq-trigger", W_OK))
+		SKIP(return, "no /proc/sysrq-trigger (CONFIG_MAGIC_SYSRQ)");
+	if (access(AI_MODDIR "/" HOLD_MOD ".ko", F_OK))
+		SKIP(return, HOLD_MOD ".ko not found");
+	ASSERT_EQ(0, ai_load_module(TEST_MOD));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* Until killed; at most a few hundred reports. */
+		for (i = 0; i < 400; i++)
+			if (write_sysrq('m'))
+				_exit(1);
+		_exit(0);
+	}
+	for (i = 0; i < SHOW_MEM_CYCLES; i++) {
+		ASSERT_EQ(0, load_hold(SHOW_MEM_BIG));
+		ASSERT_EQ(0, ai_unload_module(HOLD_MOD));
+		ASSERT_EQ(0, att_ctl("release"));
+	}
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status) || (WIFEXITED(status) && !WEXITSTATUS(status)));
+	EXPECT_TRUE(ai_kmsg_has("[" HOLD_MOD "] func:ath_big", NULL))
+		TH_LOG("no show_mem() report named the module's row");
+	EXPECT_FALSE(ai_kmsg_has("BUG: KASAN", NULL));
+	EXPECT_FALSE(ai_kmsg_has("Oops", NULL));
 }
 
 TEST_HARNESS_MAIN

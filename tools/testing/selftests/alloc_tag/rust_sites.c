@@ -213,6 +213,227 @@ TEST_F(rust, ioctl_reports_the_sites)
 }
 #endif
 
+/*
+ * With profiling off, a Rust allocation makes no call into the core: a site
+ * that allocates only then is not registered (no row), and takes no tag.
+ */
+TEST_F(rust, no_site_registered_while_off)
+{
+	struct rt_count before, after;
+	struct stat st;
+
+	ASSERT_EQ(0, stat(AI_SYSCTL, &st));
+	if (!(st.st_mode & 0200))
+		SKIP(return, AI_SYSCTL " is read-only in this boot");
+	ASSERT_EQ(0, rt_count(&before));
+	ASSERT_EQ(0, ai_sysctl_write("0", 1));
+	ASSERT_EQ(0, att_ctl("rust alloc"));
+	ASSERT_EQ(0, att_ctl("rust free"));
+	ASSERT_EQ(0, ai_sysctl_write("1", 1));
+	ASSERT_EQ(0, rt_count(&after));
+	EXPECT_EQ(before.module_rows, after.module_rows)
+		TH_LOG("%d sites registered while profiling was off",
+		       after.module_rows - before.module_rows);
+	/* On again, the same sites register and count exactly. */
+	ASSERT_EQ(0, att_ctl("rust alloc"));
+	rt_check_rows(_metadata, self->exp, true);
+}
+
+/* Where two sorted lists of row identities disagree. */
+struct rt_diff {
+	const void *id;
+	int before, during;
+};
+
+/*
+ * Whether @b (a walk during which new sites registered) differs from @a
+ * (a walk before) other than by new rows: an identity of @a must be in @b
+ * as often as in @a (identities can repeat: a module loaded again next to
+ * its detached copy), one only in @b at most once.  Both sorted by @cmp.
+ */
+static bool rt_rows_differ(const void *a, int na, const void *b, int nb, size_t sz,
+			   int (*cmp)(const void *, const void *), struct rt_diff *d)
+{
+	const char *pa = a, *pb = b;
+	int i = 0, j = 0;
+
+	while (i < na || j < nb) {
+		const void *id = i < na && (j >= nb || cmp(pa + i * sz, pb + j * sz) <= 0) ?
+				 pa + i * sz : pb + j * sz;
+		int ca = 0, cb = 0;
+
+		for (; i < na && !cmp(pa + i * sz, id); i++)
+			ca++;
+		for (; j < nb && !cmp(pb + j * sz, id); j++)
+			cb++;
+		if (ca ? ca != cb : cb > 1) {
+			d->id = id;
+			d->before = ca;
+			d->during = cb;
+			return true;
+		}
+	}
+	return false;
+}
+
+#if HAVE_UAPI
+/* A row's identity: what no two rows of one walk share. */
+struct rt_ident {
+	char modname[64], function[64], filename[64];
+	unsigned long long lineno;
+};
+
+static int rt_ident_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct rt_ident));
+}
+
+/*
+ * A GET_AT + GET_NEXT walk into @ids (at most @max), sorted; "rust alloc"
+ * is sent after row @trigger (-1: never).  Returns the number of rows.
+ */
+static int rt_walk(int fd, struct rt_ident *ids, int max, int trigger)
+{
+	struct allocinfo_get_at g;
+	int n = 0;
+
+	memset(&g, 0, sizeof(g));
+	if (ioctl(fd, ALLOCINFO_IOC_GET_AT, &g))
+		return -errno;
+	do {
+		struct allocinfo_tag *t = &g.data.tag;
+
+		memset(&ids[n], 0, sizeof(ids[n]));
+		memcpy(ids[n].modname, t->modname, 64);
+		memcpy(ids[n].function, t->function, 64);
+		memcpy(ids[n].filename, t->filename, 64);
+		ids[n].lineno = t->lineno;
+		if (n++ == trigger && att_ctl("rust alloc"))
+			return -EIO;
+	} while (n < max && !ioctl(fd, ALLOCINFO_IOC_GET_NEXT, &g.data));
+	qsort(ids, n, sizeof(*ids), rt_ident_cmp);
+	return n;
+}
+
+/*
+ * Sites that register in the middle of a walk move no other row: a
+ * GET_NEXT walk past the Rust site rows when the module's six sites
+ * register sees no row twice and misses none that was there before, or
+ * else the content id changed.
+ */
+TEST_F(rust, new_sites_move_no_row)
+{
+	struct allocinfo_content_id id0, id1;
+	struct rt_ident *before, *during;
+	int fd, nb, nd, max = 1 << 16;
+	struct rt_count c;
+
+	ASSERT_EQ(0, rt_count(&c));
+	ASSERT_EQ(0, c.module_rows) TH_LOG("the module's sites are registered already");
+	before = calloc(max, sizeof(*before));
+	during = calloc(max, sizeof(*during));
+	ASSERT_NE(NULL, before);
+	ASSERT_NE(NULL, during);
+	fd = open(AI_PATH, O_RDONLY);
+	ASSERT_LE(0, fd);
+	nb = rt_walk(fd, before, max, -1);
+	ASSERT_LT(16, nb);
+	ASSERT_EQ(0, ioctl(fd, ALLOCINFO_IOC_CONTENT_ID, &id0));
+	/* Near the end, well past every row before the modules': new sites. */
+	nd = rt_walk(fd, during, max, nb - 8);
+	ASSERT_EQ(0, ioctl(fd, ALLOCINFO_IOC_CONTENT_ID, &id1));
+	close(fd);
+	ASSERT_EQ(0, rt_count(&c));
+	ASSERT_EQ(RT_SITES_NR, c.module_rows) TH_LOG("the sites did not register");
+	if (id0.id == id1.id) {
+		struct rt_diff d;
+		const struct rt_ident *x;
+
+		EXPECT_FALSE(rt_rows_differ(before, nb, during, nd, sizeof(*before),
+					    rt_ident_cmp, &d)) {
+			x = d.id;
+			TH_LOG("%s:%llu func:%s: %d rows before, %d in the walk, content id unchanged",
+			       x->filename, x->lineno, x->function, d.before, d.during);
+		}
+	}
+	free(before);
+	free(during);
+}
+#endif
+
+static int rt_strptr_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The identities (text after the counters) of the rows of @text, sorted. */
+static int rt_text_idents(char *text, char ***out)
+{
+	char **lines = calloc(strlen(text) / 8 + 1, sizeof(*lines));
+	int n = 0;
+
+	if (!lines)
+		return -ENOMEM;
+	for (char *p = text, *e; *p; p = e + 1) {
+		e = strchr(p, '\n');
+		if (!e)
+			break;
+		*e = '\0';
+		if (strlen(p) > 22 && p[0] != '#' && strncmp(p, "allocinfo", 9))
+			lines[n++] = p + 22;
+	}
+	qsort(lines, n, sizeof(*lines), rt_strptr_cmp);
+	*out = lines;
+	return n;
+}
+
+/* The same for /proc/allocinfo read in 512-byte pieces. */
+TEST_F(rust, new_sites_move_no_text_row)
+{
+	char *before, *after, buf[512], **lb, **la;
+	size_t len, mark, cap = 1 << 22, got = 0;
+	bool added = false;
+	struct rt_diff d;
+	struct rt_count c;
+	int fd, nb, na;
+	ssize_t r;
+
+	ASSERT_EQ(0, rt_count(&c));
+	ASSERT_EQ(0, c.module_rows) TH_LOG("the module's sites are registered already");
+	before = ai_slurp(AI_PATH, 4096, &len);
+	ASSERT_NE(NULL, before);
+	/* Past most of the text, after every row before the modules'. */
+	mark = len > 4096 ? len - 1024 : len / 2;
+	after = malloc(cap);
+	ASSERT_NE(NULL, after);
+	fd = open(AI_PATH, O_RDONLY);
+	ASSERT_LE(0, fd);
+	while ((r = read(fd, buf, sizeof(buf))) > 0) {
+		ASSERT_GT(cap, got + r);
+		memcpy(after + got, buf, r);
+		got += r;
+		if (!added && got >= mark) {
+			ASSERT_EQ(0, att_ctl("rust alloc"));
+			added = true;
+		}
+	}
+	close(fd);
+	after[got] = '\0';
+	ASSERT_EQ(0, rt_count(&c));
+	ASSERT_EQ(RT_SITES_NR, c.module_rows) TH_LOG("the sites did not register");
+	nb = rt_text_idents(before, &lb);
+	na = rt_text_idents(after, &la);
+	ASSERT_LT(16, nb);
+	EXPECT_FALSE(rt_rows_differ(lb, nb, la, na, sizeof(*lb), rt_strptr_cmp, &d)) {
+		TH_LOG("%s: %d rows before, %d in the read", *(char *const *)d.id,
+		       d.before, d.during);
+	}
+	free(lb);
+	free(la);
+	free(after);
+	free(before);
+}
+
 /* Unloading frees what the module held and takes its rows away. */
 TEST_F(rust, unload_takes_the_rows)
 {

@@ -9,7 +9,8 @@
  *
  *   kmalloc SIZE N     N x kmalloc(SIZE)
  *   large SIZE N       N x kmalloc(SIZE), SIZE above the largest kmalloc size
- *   cache N            N x kmem_cache_alloc() from the module's own slab cache
+ *   cache N [NOWARN]   N x kmem_cache_alloc() from the module's own slab cache,
+ *                      with __GFP_NOWARN if NOWARN is 1
  *   pages ORDER N      N x alloc_pages(ORDER)
  *   vmalloc SIZE N     N x vmalloc(SIZE)
  *   percpu SIZE N      N x __alloc_percpu(SIZE, 8)
@@ -196,9 +197,12 @@ static void *att_do_large(size_t size)
 	return ATT_SITE(ATT_LARGE, kmalloc(size, GFP_KERNEL));
 }
 
+/* The flags of the "cache" site: GFP_KERNEL, with __GFP_NOWARN on request. */
+static gfp_t att_cache_gfp = GFP_KERNEL;
+
 static void *att_do_cache(void)
 {
-	return ATT_SITE(ATT_CACHE, kmem_cache_alloc(att_cache, GFP_KERNEL));
+	return ATT_SITE(ATT_CACHE, kmem_cache_alloc(att_cache, att_cache_gfp));
 }
 
 static struct page *att_do_pages(unsigned int order)
@@ -491,8 +495,16 @@ static int att_command(char *buf)
 			return att_stress_run(ATT_STRESS_TOGGLE, b);
 		return -EINVAL;
 	}
-	if ((!strcmp(argv[0], "cache") || !strcmp(argv[0], "order2")) && argc == 2)
-		return att_alloc(argv[0][0] == 'c' ? ATT_CACHE : ATT_ORDER2, 0, a);
+	if (!strcmp(argv[0], "cache") && (argc == 2 || (argc == 3 && b <= 1))) {
+		int ret;
+
+		att_cache_gfp = GFP_KERNEL | (b ? __GFP_NOWARN : 0);
+		ret = att_alloc(ATT_CACHE, 0, a);
+		att_cache_gfp = GFP_KERNEL;
+		return ret;
+	}
+	if (!strcmp(argv[0], "order2") && argc == 2)
+		return att_alloc(ATT_ORDER2, 0, a);
 	if (argc != 3 || att_kind_parse(argv[0], &kind))
 		return -EINVAL;
 	switch (kind) {

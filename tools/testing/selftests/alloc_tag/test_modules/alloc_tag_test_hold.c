@@ -14,8 +14,31 @@
 
 #define ATH_NR_OBJS	3
 #define ATH_OBJ_SIZE	512
+#define ATH_BIG_ORDER	4
 
 #include "alloc_tag_test.h"
+
+static unsigned int big;
+module_param(big, uint, 0444);
+MODULE_PARM_DESC(big, "Order-4 blocks to allocate at a site of their own (and hand over)");
+
+/* @nr order-4 blocks, handed over as the rest. */
+static int ath_big(unsigned int nr)
+{
+	while (nr--) {
+		void *p = (void *)__get_free_pages(GFP_KERNEL, ATH_BIG_ORDER);
+		int ret;
+
+		if (!p)
+			return -ENOMEM;
+		ret = att_adopt(p, ATH_BIG_ORDER);
+		if (ret) {
+			free_pages((unsigned long)p, ATH_BIG_ORDER);
+			return ret;
+		}
+	}
+	return 0;
+}
 
 static int __init ath_init(void)
 {
@@ -37,9 +60,11 @@ static int __init ath_init(void)
 	if (!page)
 		return -ENOMEM;
 	ret = att_adopt(page, 1);
-	if (ret)
+	if (ret) {
 		free_pages((unsigned long)page, 1);
-	return ret;
+		return ret;
+	}
+	return ath_big(big);
 }
 
 static void __exit ath_exit(void)
