@@ -23,6 +23,12 @@ printf 'root:x:0:\nnobody:x:65534:\n' > "$root/etc/group"
 
 moddir=$W/test_modules
 cp "$moddir"/*.ko "$root/modules/" 2>/dev/null || true
+# In-tree modules a selftest loads, where the config builds them (=m).
+for ko in lib/test_hmm.ko; do
+	if [ -f "${OUT:-$W/build}/$ko" ]; then
+		cp "${OUT:-$W/build}/$ko" "$root/modules/"
+	fi
+done
 sel=$W/selftests
 list=""
 for f in "$sel"/*; do

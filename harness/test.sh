@@ -285,10 +285,11 @@ for target in $bases; do
 		)
 		;;
 	rust-numa)
-		# allocprof_numa: the selftests require two online nodes.
+		# allocprof_numa: the selftests require two online nodes;
+		# allocprof_hmm: and test_hmm.ko (device_private).
 		boots=(
-			"main|allocprof_numa allocprof_store=page_ext|$all|--kunit"
-			"compressed|allocprof_numa kunit.enable=0 sysctl.vm.mem_profiling=1,compressed allocprof_store=compressed|$all|"
+			"main|allocprof_numa allocprof_hmm allocprof_store=page_ext|$all|--kunit"
+			"compressed|allocprof_numa allocprof_hmm kunit.enable=0 sysctl.vm.mem_profiling=1,compressed allocprof_store=compressed|$all|"
 		)
 		;;
 	rust-noprof)

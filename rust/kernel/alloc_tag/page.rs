@@ -10,8 +10,8 @@
 //! see [`PageTag`]. A high-order allocation is recorded on its head page and
 //! charged `PAGE_SIZE << order`. Splitting gives every new piece the same tag
 //! and one call each (bytes unchanged); migration swaps the old and the new
-//! folio's tags, so that each later free uncharges exactly what its
-//! allocation charged.
+//! folio's tags when both carry one, so that each later free uncharges
+//! exactly what its allocation charged.
 
 use super::compressed::{self, PageIndex, Store};
 use super::AllocTag;
@@ -320,9 +320,16 @@ pub unsafe extern "C" fn __pgalloc_tag_split(
     }
 }
 
-/// Migration: `new` takes over `old`'s data. Swap their references, so the
-/// charge of `old`'s allocation moves to `new` and the charge `new` was
-/// allocated with is uncharged when `old` is freed.
+/// Migration: `new` takes over `old`'s data. If both folios carry a tag,
+/// swap their references, so the charge of `old`'s allocation moves to `new`
+/// and the charge `new` was allocated with is uncharged when `old` is freed.
+///
+/// Otherwise both keep theirs. A folio without a tag may be one whose free
+/// never reaches [`__pgalloc_tag_sub`]: a `ZONE_DEVICE` page, made by
+/// `memremap_pages()` (its `page->flags` index zeroed, no `page_ext`) and
+/// given back to its driver, not to the page allocator. In compressed mode
+/// such a page still has an index field, and a charge swapped into it would
+/// never be uncharged.
 ///
 /// # Safety
 ///
@@ -338,5 +345,7 @@ pub unsafe extern "C" fn __pgalloc_tag_swap(new: *mut bindings::folio, old: *mut
     let (Some(tn), Some(to)) = (tn, to) else {
         return;
     };
-    tn.swap(&to);
+    if tn.tag().is_some() && to.tag().is_some() {
+        tn.swap(&to);
+    }
 }
