@@ -133,8 +133,9 @@ impl<T> PerCpuPtr<T> {
         // SAFETY: `self.ptr` is a `__percpu` pointer to a live `T` (type
         // invariant) with `u64` fields at `VAL` and `COUNT` (caller), so
         // `[ptr + VAL]` and `[ptr + COUNT]`, relative to the per-CPU segment
-        // on SMP, are the running CPU's copies of them; each `add` is one read-modify-write that preemption or an
-        // interrupt cannot split. Only those two `u64`s and the flags change.
+        // on SMP, are the running CPU's copies of them; each `add` is one
+        // read-modify-write that preemption or an interrupt cannot split.
+        // Only those two `u64`s and the flags change.
         unsafe {
             core::arch::asm!(
                 concat!("add qword ptr ", percpu_seg!(), "[{ptr} + {val_off}], {val}"),

@@ -435,7 +435,8 @@ TEST_F(ioc, bad_input)
 	/* Valid filters with nothing at pos: ENOENT, and the filter not kept. */
 	memset(&bad, 0, sizeof(bad));
 	bad.filter.mask = ALLOCINFO_FILTER_MASK_FILENAME;
-	strcpy(bad.filter.fields.filename, "no/such/file.c");
+	snprintf(bad.filter.fields.filename, sizeof(bad.filter.fields.filename),
+		 "no/such/file.c");
 	EXPECT_EQ(-ENOENT, get_at(self->fd, &bad));
 	memset(&bad, 0, sizeof(bad));
 	bad.filter.mask = ALLOCINFO_FILTER_MASK_LINENO;

@@ -11,6 +11,7 @@
 #include "../kselftest_harness.h"
 
 #define EARLY_PARAM	"test_alloc_tag_early.modprobe=alloc_tag_test"
+#define EARLY_LOG	"test_alloc_tag_early: request_module(alloc_tag_test) at rootfs_initcall: 0"
 
 TEST(early_module_loads_and_counts)
 {
@@ -19,8 +20,7 @@ TEST(early_module_loads_and_counts)
 
 	if (!ai_cmdline_has(EARLY_PARAM))
 		SKIP(return, "not an early-module boot (" EARLY_PARAM ")");
-	ASSERT_TRUE(ai_kmsg_has("test_alloc_tag_early: request_module(alloc_tag_test) at rootfs_initcall: 0",
-				NULL)) {
+	ASSERT_TRUE(ai_kmsg_has(EARLY_LOG, NULL)) {
 		TH_LOG("the early request_module() failed or did not run");
 	}
 	ASSERT_EQ(0, access("/sys/module/alloc_tag_test", F_OK));

@@ -352,7 +352,7 @@ TEST_F(rust, new_sites_move_no_row)
 		EXPECT_FALSE(rt_rows_differ(before, nb, during, nd, sizeof(*before),
 					    rt_ident_cmp, &d)) {
 			x = d.id;
-			TH_LOG("%s:%llu func:%s: %d rows before, %d in the walk, content id unchanged",
+			TH_LOG("%s:%llu func:%s: %d rows before, %d in the walk, same content id",
 			       x->filename, x->lineno, x->function, d.before, d.during);
 		}
 	}
