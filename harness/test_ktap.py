@@ -121,6 +121,20 @@ class JudgeTest(unittest.TestCase):
         j = judge(KUNIT_OK + SELFTEST_OK + dump)
         self.assertEqual(j.failures, [])
 
+    def test_expected_unload_warning_interleaved(self):
+        # Another CPU's show_mem() lines between "cut here" and the WARNING.
+        other = "".join(f"[    1.0]     8.00 MiB      128 x.c:{n} func:f\n" for n in range(8))
+        block = ("[    1.0] ------------[ cut here ]------------\n"
+                 "[    1.0] x/alloc_tag_test_hold.c:49 module alloc_tag_test_hold func:ath_init "
+                 "has 1536 allocated at module unload\n" + other +
+                 "[    1.0] WARNING: CPU: 1 PID: 371 at lib/alloc_tag.c:173 alloc_tag_module_unload+0xc1/0xe0\n")
+        j = judge(KUNIT_OK + SELFTEST_OK + END.replace("[    1.0] all quiet\n", block))
+        self.assertEqual(j.failures, [])
+        # Another module's unload warning is still a failure.
+        j = judge(KUNIT_OK + SELFTEST_OK +
+                  END.replace("[    1.0] all quiet\n", block.replace("alloc_tag_test_hold", "foo")))
+        self.assertFailure(j, "WARNING")
+
     def test_kasan_and_lockdep(self):
         dump = END.replace("all quiet", "BUG: KASAN: slab-use-after-free in foo\n"
                            "[    1.1] WARNING: possible circular locking dependency detected")
