@@ -378,6 +378,10 @@ TEST(show_mem_during_unload)
 	int status, i;
 	pid_t pid;
 
+	if (access(AI_PATH, F_OK))
+		SKIP(return, AI_PATH " missing");
+	if (ai_sysctl_read() != 1)
+		SKIP(return, "profiling is off: show_mem() lists no tags");
 	if (access("/proc/sysrq-trigger", W_OK))
 		SKIP(return, "no /proc/sysrq-trigger (CONFIG_MAGIC_SYSRQ)");
 	if (access(AI_MODDIR "/" HOLD_MOD ".ko", F_OK))
