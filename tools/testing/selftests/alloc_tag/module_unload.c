@@ -366,7 +366,7 @@ static int write_sysrq(char c)
 #define SHOW_MEM_BIG	"big=128"	/* 128 order-4 blocks: 8 MiB, a top row */
 
 /*
- * show_mem() (SysRq m) over and over while a module whose allocations
+ * show_mem() (SysRq m) every 10 ms while a module whose allocations
  * outlive it, at the top of the report, is loaded and unloaded and its
  * allocations freed: the report reads each tag's strings and counters
  * while the module's strings are freed at unload and its tag area once
@@ -390,10 +390,15 @@ TEST(show_mem_during_unload)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		/* Until killed; at most a few hundred reports. */
-		for (i = 0; i < 400; i++)
+		/*
+		 * Until killed, one report every 10 ms, at most 60: each is
+		 * some 8 KiB of kernel log, which must not crowd out the rest.
+		 */
+		for (i = 0; i < 60; i++) {
 			if (write_sysrq('m'))
 				_exit(1);
+			usleep(10000);
+		}
 		_exit(0);
 	}
 	for (i = 0; i < SHOW_MEM_CYCLES; i++) {
