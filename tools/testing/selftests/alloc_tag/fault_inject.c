@@ -202,37 +202,6 @@ static bool kmsg_since_has(int fd, const char *needle)
 }
 
 /*
- * The same failure for an allocation with __GFP_NOWARN: the row says
- * accurate:no as before, but nothing is logged, as the caller asked.
- */
-TEST_F(fi, slab_vector_failure_nowarn_is_quiet)
-{
-	struct ai_row after;
-	unsigned int nth;
-	bool fired = true, found = false;
-	int kmsg;
-
-	ASSERT_EQ(0, fi_set("fail_page_alloc", "ignore-gfp-wait", "Y"));
-	kmsg = kmsg_from_now();
-	ASSERT_LE(0, kmsg);
-	for (nth = 1; fired && !found && nth < 50; nth++) {
-		int ret;
-
-		ASSERT_EQ(0, reload_test_module(&self->ctl));
-		ret = ctl_failing(self->ctl, "cache 1 1", nth, &fired);
-		ASSERT_EQ(0, get_site("cache", &after));
-		found = !ret && fired && after.inaccurate;
-	}
-	ASSERT_TRUE(found) TH_LOG("no fault site of the first allocation was the vector's");
-	EXPECT_EQ(0, after.calls);
-	EXPECT_EQ(0, after.bytes);
-	EXPECT_FALSE(kmsg_since_has(kmsg, "no slab extension vector"))
-		TH_LOG("logged for a __GFP_NOWARN allocation");
-	close(kmsg);
-	ASSERT_EQ(0, att_ctl("free cache"));
-}
-
-/*
  * A fresh cache's first object needs a new extension vector.  Fail each
  * fault site of that first allocation in turn, on a fresh cache each time:
  * at the vector's, the object comes back uncounted and its site's row says
@@ -314,7 +283,38 @@ static void fail_each_site(struct __test_metadata *_metadata, int ctl,
 
 		ASSERT_EQ(0, get_site(kind, &row));
 		if (!ret) {
-			/* Through, maybe with a failure it recovered from. */
+			/*
+ * The same failure for an allocation with __GFP_NOWARN: the row says
+ * accurate:no as before, but nothing is logged, as the caller asked.
+ */
+TEST_F(fi, slab_vector_failure_nowarn_is_quiet)
+{
+	struct ai_row after;
+	unsigned int nth;
+	bool fired = true, found = false;
+	int kmsg;
+
+	ASSERT_EQ(0, fi_set("fail_page_alloc", "ignore-gfp-wait", "Y"));
+	kmsg = kmsg_from_now();
+	ASSERT_LE(0, kmsg);
+	for (nth = 1; fired && !found && nth < 50; nth++) {
+		int ret;
+
+		ASSERT_EQ(0, reload_test_module(&self->ctl));
+		ret = ctl_failing(self->ctl, "cache 1 1", nth, &fired);
+		ASSERT_EQ(0, get_site("cache", &after));
+		found = !ret && fired && after.inaccurate;
+	}
+	ASSERT_TRUE(found) TH_LOG("no fault site of the first allocation was the vector's");
+	EXPECT_EQ(0, after.calls);
+	EXPECT_EQ(0, after.bytes);
+	EXPECT_FALSE(kmsg_since_has(kmsg, "no slab extension vector"))
+		TH_LOG("logged for a __GFP_NOWARN allocation");
+	close(kmsg);
+	ASSERT_EQ(0, att_ctl("free cache"));
+}
+
+/* Through, maybe with a failure it recovered from. */
 			ok++;
 			EXPECT_LT(prev.calls, row.calls);
 			EXPECT_LT(prev.bytes, row.bytes);

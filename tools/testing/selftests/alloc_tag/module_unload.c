@@ -391,10 +391,10 @@ TEST(show_mem_during_unload)
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		/*
-		 * Until killed, one report every 10 ms, at most 60: each is
+		 * Until killed, one report every 10 ms, at most 40: each is
 		 * some 8 KiB of kernel log, which must not crowd out the rest.
 		 */
-		for (i = 0; i < 60; i++) {
+		for (i = 0; i < 40; i++) {
 			if (write_sysrq('m'))
 				_exit(1);
 			usleep(10000);
