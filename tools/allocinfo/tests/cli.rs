@@ -317,3 +317,81 @@ fn exit_codes() {
     assert!(ok(&["export", "--help"]).contains("--format"));
     assert!(ok(&["--version"]).starts_with("allocinfo "));
 }
+
+/// Runs `cmd` with `-o target` and checks the file type of `target` afterwards.
+fn output_keeps_file_type(cmd: &str, target: &std::path::Path) -> Output {
+    let t = target.to_string_lossy().into_owned();
+    run(&[cmd, "-o", &t, "-i", &fixture("v1-negative.txt")])
+}
+
+#[test]
+fn output_writes_through_non_regular_files() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = temp_dir("nonregular");
+    let real = dir.join("real.prom");
+    std::fs::write(&real, "old\n").unwrap_or_default();
+    let link = dir.join("link.prom");
+    if let Err(e) = std::os::unix::fs::symlink(&real, &link) {
+        panic!("symlink: {e}");
+    }
+
+    // A symlink stays a symlink, and the file it names gets the data.
+    let o = output_keeps_file_type("export", &link);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let meta = std::fs::symlink_metadata(&link).map(|m| m.file_type().is_symlink());
+    assert_eq!(meta.ok(), Some(true), "symlink replaced");
+    let data = std::fs::read_to_string(&real).unwrap_or_default();
+    assert!(data.starts_with("# HELP allocinfo_bytes "), "{data}");
+
+    // A fifo is written into, not replaced: a reader on the other end gets the snapshot.
+    let fifo = dir.join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let reader_path = fifo.clone();
+    let reader = std::thread::spawn(move || std::fs::read_to_string(reader_path));
+    let o = output_keeps_file_type("snapshot", &fifo);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let got = reader.join().ok().and_then(Result::ok).unwrap_or_default();
+    assert!(
+        got.starts_with("# snapshot time:"),
+        "fifo reader got {got:?}"
+    );
+    let kind = std::fs::symlink_metadata(&fifo).map(|m| m.file_type().is_fifo());
+    assert_eq!(kind.ok(), Some(true), "fifo replaced");
+
+    // A character device (a copy of /dev/null's node) stays a device. Needs root for mknod.
+    let null = dir.join("null");
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout == b"0\n");
+    if root {
+        let made = Command::new("mknod")
+            .arg(&null)
+            .args(["c", "1", "3"])
+            .status();
+        assert!(made.is_ok_and(|s| s.success()), "mknod");
+        let o = output_keeps_file_type("snapshot", &null);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let kind = std::fs::symlink_metadata(&null).map(|m| m.file_type().is_char_device());
+        assert_eq!(kind.ok(), Some(true), "device node replaced");
+    } else {
+        eprintln!("not root: device node case not run");
+    }
+
+    // A directory is refused with a clear error, and nothing is left behind.
+    let o = output_keeps_file_type("export", &dir);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "allocinfo: cannot write {}: it is a directory\n",
+            dir.display()
+        )
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert_eq!(left.len(), 4, "{left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -12,7 +12,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::cli::{ExportArgs, ExportFormat};
-use crate::cmd::{output_error, write_atomically};
+use crate::cmd::{output_error, write_output};
 use crate::error::{Error, Result};
 use crate::profile::{Profile, Version};
 
@@ -172,7 +172,7 @@ pub fn run(profile: &Profile, args: &ExportArgs, json: bool, out: &mut dyn Write
         render(&fams, args.format)
     };
     match &args.output {
-        Some(path) => write_atomically(path, text.as_bytes()),
+        Some(path) => write_output(path, text.as_bytes()),
         None => out.write_all(text.as_bytes()).map_err(output_error),
     }
 }

@@ -10,7 +10,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::cli::SnapshotArgs;
-use crate::cmd::{output_error, write_atomically, write_json};
+use crate::cmd::{output_error, write_json, write_output};
 use crate::error::Result;
 use crate::profile::{Profile, Row, SnapshotMeta, Version};
 use crate::render::profile_text;
@@ -55,7 +55,7 @@ pub fn run(
 ) -> Result<()> {
     let snap = stamp(profile, source, now_ms);
     if let Some(path) = &args.output {
-        write_atomically(path, profile_text(&snap).as_bytes())?;
+        write_output(path, profile_text(&snap).as_bytes())?;
     } else if !json {
         return out
             .write_all(profile_text(&snap).as_bytes())
