@@ -41,7 +41,12 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// Show per-site growth between two profiles
     Diff(DiffArgs),
-    /// Sample repeatedly and flag sites that grow in every interval as leak suspects
+    /// Sample repeatedly and flag sites whose bytes trend upwards as leak suspects
+    ///
+    /// Each site is judged from the first sample it appears in (so a module loaded during the
+    /// watch counts). A site is a suspect once it has been seen over at least 2 intervals, grew in
+    /// more than half of them, and its net growth is larger than the sum of its drops. Ctrl-C
+    /// (SIGINT) or SIGTERM ends the watch with the verdict so far, exit status 0.
     Watch(WatchArgs),
     /// Print Prometheus or OpenMetrics text exposition (node_exporter textfile collector)
     Export(ExportArgs),

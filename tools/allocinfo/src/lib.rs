@@ -50,7 +50,16 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
                 out,
             )
         }
-        Command::Watch(args) => cmd::watch::run(&mut || source.read(), args, cli.json, out),
+        Command::Watch(args) => {
+            if source.is_stdin() {
+                return Err(Error::Usage(
+                    "watch reads its input once per sample, and standard input (-i -) can be \
+                     read only once; give a file"
+                        .into(),
+                ));
+            }
+            cmd::watch::run(&mut || source.read(), args, cli.json, out)
+        }
         Command::Export(args) => cmd::export::run(&source.read()?, args, cli.json, out),
     }
 }

@@ -35,7 +35,8 @@ impl Source {
         }
     }
 
-    fn is_stdin(&self) -> bool {
+    /// Whether this is standard input, which can be read only once.
+    pub fn is_stdin(&self) -> bool {
         self.path.as_os_str() == "-"
     }
 

@@ -168,7 +168,7 @@ fn watch_stops_after_count() {
     let out = ok(&["watch", "--interval", "0.01", "--count", "3", "-i", &f]);
     assert_eq!(out.lines().filter(|l| l.starts_with("sample ")).count(), 3);
     assert!(
-        out.contains("leak suspects: none (no site grew in all 2 intervals over "),
+        out.contains("leak suspects: none (no site trending up over 2 intervals, "),
         "{out}"
     );
     let json = ok(&["watch", "--json", "--interval", "0.01", "-c", "2", "-i", &f]);
@@ -394,4 +394,52 @@ fn output_writes_through_non_regular_files() {
         .unwrap_or_default();
     assert_eq!(left.len(), 4, "{left:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn watch_interrupted_prints_its_verdict() {
+    use std::io::{BufRead, BufReader};
+    let f = fixture("v1-builtin-modules.txt");
+    let child = Command::new(BIN)
+        .args(["watch", "--interval", "0.05", "-i", &f])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        panic!("cannot spawn {BIN}");
+    };
+    let mut lines = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        let mut reader = BufReader::new(out);
+        let mut line = String::new();
+        while lines.len() < 3 && reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+            lines.push(std::mem::take(&mut line));
+        }
+        let killed = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        assert!(killed.is_ok_and(|s| s.success()));
+        while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+            lines.push(std::mem::take(&mut line));
+        }
+    }
+    let status = child.wait().ok();
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{lines:?}");
+    let last = lines.last().cloned().unwrap_or_default();
+    assert!(
+        last.starts_with("leak suspects: none (no site trending up over "),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn watch_refuses_standard_input_up_front() {
+    let o = run(&["watch", "-c", "2", "--interval", "0.01", "-i", "-"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "allocinfo: watch reads its input once per sample, and standard input (-i -) can be \
+         read only once; give a file\n"
+    );
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
 }

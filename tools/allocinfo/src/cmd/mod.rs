@@ -29,6 +29,15 @@ pub fn output_error(e: io::Error) -> Error {
     Error::io("writing output", e)
 }
 
+/// `1 site`, `2 sites`: a count with its noun in the right number.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// A byte count as the user asked to see it: IEC by default, plain with `--bytes`.
 pub fn show_size(bytes: i128, plain: bool) -> String {
     if plain {
