@@ -93,12 +93,9 @@ fn top_filters_and_negative_sizes() {
         out.contains("-123456789012345         12  mm/huge_memory.c:3415"),
         "{out}"
     );
-    assert!(out.contains("18446744073709551615"), "{out}");
     let out = ok(&["top", "--module", "virtio_net", "-i", &f]);
     assert!(out.contains("-4.0 KiB"), "{out}");
     assert!(out.contains("at 1 of 8 sites (1 shown)"), "{out}");
-    let out = ok(&["top", "--sort", "calls", "-n", "1", "-i", &f]);
-    assert!(out.contains("mm/khugepaged.c:1075"), "{out}");
     let out = ok(&["top", "--min-size", "1M", "--file", "mm/", "-i", &f]);
     assert!(out.contains("at 2 of 8 sites"), "{out}");
 }
@@ -442,4 +439,45 @@ fn watch_refuses_standard_input_up_front() {
          read only once; give a file\n"
     );
     assert!(o.stdout.is_empty(), "{}", stdout(&o));
+}
+
+#[test]
+fn wrapped_call_counts_are_negative_and_left_out_of_totals() {
+    // mm/khugepaged.c:1075 has 18446744073709551615 live calls: -1 wrapped by %llu.
+    let f = fixture("v1-negative.txt");
+    let out = ok(&["top", "--sort", "calls", "-n", "0", "--bytes", "-i", &f]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[1],
+        "    39182336       9566  mm/memory.c:1122 func:folio_prealloc"
+    );
+    assert_eq!(
+        lines[8],
+        "           0         -1  mm/khugepaged.c:1075 func:alloc_charge_folio (calls wrapped)"
+    );
+    assert_eq!(
+        lines[9],
+        "total: -123456667373433 in 11716 live allocations at 8 sites (8 shown); \
+         1 site with a wrapped (negative) call count left out of the calls total"
+    );
+    let json = ok(&["--json", "top", "-n", "0", "--sort", "calls", "-i", &f]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
+    assert_eq!(v["total_calls"], 11716);
+    assert_eq!(v["wrapped_calls"], 1);
+    assert_eq!(v["rows"][7]["calls"], -1);
+    assert_eq!(v["rows"][7]["calls_wrapped"], true);
+    assert_eq!(v["rows"][0]["calls_wrapped"], false);
+
+    let tree = ok(&["--json", "tree", "-i", &f]);
+    let v: serde_json::Value = serde_json::from_str(&tree).unwrap_or_default();
+    assert_eq!(v["root"]["calls"], 11716);
+
+    let diff = ok(&["--json", "diff", &fixture("v1-builtin-modules.txt"), &f]);
+    let v: serde_json::Value = serde_json::from_str(&diff).unwrap_or_default();
+    assert_eq!(v["totals"]["after_calls"], 11716);
+
+    let prom = ok(&["export", "-i", &f]);
+    assert!(prom.contains(
+        "allocinfo_calls{file=\"mm/khugepaged.c\",line=\"1075\",function=\"alloc_charge_folio\",module=\"\"} -1\n"
+    ), "{prom}");
 }

@@ -37,8 +37,9 @@ pub struct SiteDelta<'a> {
     pub before_bytes: i128,
     pub after_bytes: i128,
     pub delta_bytes: i128,
-    pub before_calls: u128,
-    pub after_calls: u128,
+    /// Signed: a count that wrapped below zero is negative.
+    pub before_calls: i128,
+    pub after_calls: i128,
     pub delta_calls: i128,
 }
 
@@ -48,8 +49,9 @@ pub struct DiffTotals {
     pub before_bytes: i128,
     pub after_bytes: i128,
     pub delta_bytes: i128,
-    pub before_calls: u128,
-    pub after_calls: u128,
+    /// Live allocations, leaving out sites whose count wrapped below zero.
+    pub before_calls: i128,
+    pub after_calls: i128,
     pub delta_calls: i128,
     pub grew: usize,
     pub shrank: usize,
@@ -84,11 +86,6 @@ fn side(path: &str, p: &Profile) -> SideInfo {
         unix_ms,
         time: unix_ms.map(utc_rfc3339),
     }
-}
-
-fn calls_delta(before: u128, after: u128) -> i128 {
-    let to_i = |v: u128| i128::try_from(v).unwrap_or(i128::MAX);
-    to_i(after) - to_i(before)
 }
 
 /// Compares the sites of `a` and `b` that pass `filter`.
@@ -126,8 +123,9 @@ pub fn compare<'a>(
         }
         totals.before_bytes += bx.bytes;
         totals.after_bytes += by.bytes;
-        totals.before_calls += bx.calls;
-        totals.after_calls += by.calls;
+        let countable = |t: &SiteTotals| if t.wrapped { 0 } else { t.calls };
+        totals.before_calls += countable(bx);
+        totals.after_calls += countable(by);
         deltas.push(SiteDelta {
             site,
             change,
@@ -136,11 +134,11 @@ pub fn compare<'a>(
             delta_bytes,
             before_calls: bx.calls,
             after_calls: by.calls,
-            delta_calls: calls_delta(bx.calls, by.calls),
+            delta_calls: by.calls - bx.calls,
         });
     }
     totals.delta_bytes = totals.after_bytes - totals.before_bytes;
-    totals.delta_calls = calls_delta(totals.before_calls, totals.after_calls);
+    totals.delta_calls = totals.after_calls - totals.before_calls;
     (totals, deltas)
 }
 

@@ -63,7 +63,7 @@ pub fn families(profile: &Profile, args: &ExportArgs) -> Vec<Family> {
         }
         calls.push(Sample {
             labels: labels.clone(),
-            value: i128::try_from(t.calls).unwrap_or(i128::MAX),
+            value: t.calls,
         });
         bytes.push(Sample {
             labels,

@@ -39,7 +39,7 @@ struct SnapshotJson<'a> {
     output: Option<String>,
     sites: usize,
     total_bytes: i128,
-    total_calls: u128,
+    total_calls: i128,
     #[serde(skip_serializing_if = "Option::is_none")]
     rows: Option<&'a [Row]>,
 }

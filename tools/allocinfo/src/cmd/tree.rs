@@ -16,7 +16,8 @@ use crate::profile::{Profile, Row};
 pub struct Node {
     pub name: String,
     pub bytes: i128,
-    pub calls: u128,
+    /// Live allocations, leaving out rows whose count wrapped below zero.
+    pub calls: i128,
     /// Rows summed into this group.
     pub sites: usize,
     pub children: Vec<Node>,
@@ -33,7 +34,7 @@ pub struct TreeReport {
 #[derive(Default)]
 struct Group {
     bytes: i128,
-    calls: u128,
+    calls: i128,
     sites: usize,
     children: BTreeMap<String, Group>,
 }
@@ -41,7 +42,7 @@ struct Group {
 impl Group {
     fn add(&mut self, row: &Row) {
         self.bytes += i128::from(row.bytes);
-        self.calls += u128::from(row.calls);
+        self.calls += row.countable_calls();
         self.sites += 1;
     }
 
