@@ -39,60 +39,107 @@ fn err<T>(line: usize, message: impl Into<String>) -> Result<T, ParseError> {
     })
 }
 
+/// Longest line accepted; a kernel row is a few hundred bytes at most.
+pub const MAX_LINE: usize = 64 * 1024;
+
 /// Parses raw bytes, reporting invalid UTF-8 at the line where it occurs.
 pub fn parse_bytes(data: &[u8]) -> Result<Profile, ParseError> {
-    match std::str::from_utf8(data) {
-        Ok(text) => parse(text),
-        Err(e) => {
-            let line = 1 + data[..e.valid_up_to()]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count();
-            err(line, "invalid UTF-8")
+    let body = data.strip_suffix(b"\n").unwrap_or(data);
+    let mut parser = LineParser::default();
+    if !body.is_empty() {
+        for line in body.split(|&b| b == b'\n') {
+            parser.feed_bytes(line)?;
         }
     }
+    parser.finish()
 }
 
 /// Parses a whole /proc/allocinfo file or snapshot file.
 pub fn parse(text: &str) -> Result<Profile, ParseError> {
-    // A missing final newline is tolerated: it loses no data, unlike a malformed row.
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    if body.is_empty() {
-        return err(1, format!("empty input, expected '{VERSION_PREFIX}1.0'"));
-    }
-    let mut lines = body.split('\n').enumerate().map(|(i, l)| (i + 1, l));
-
-    let (mut n, mut line) = next_line(&mut lines, 1)?;
-    let mut snapshot = None;
-    if let Some(rest) = line.strip_prefix(SNAPSHOT_PREFIX) {
-        snapshot = Some(parse_snapshot_meta(n, rest)?);
-        (n, line) = next_line(&mut lines, n + 1)?;
-    }
-    let version = parse_version(n, line)?;
-
-    let (n, line) = next_line(&mut lines, n + 1)?;
-    if line != COLUMNS_HEADER {
-        return err(n, format!("expected column header '{COLUMNS_HEADER}'"));
-    }
-
-    let mut rows = Vec::new();
-    for (n, line) in lines {
-        rows.push(parse_row(line, version).map_err(|message| ParseError { line: n, message })?);
-    }
-    Ok(Profile {
-        version,
-        snapshot,
-        rows,
-    })
+    parse_bytes(text.as_bytes())
 }
 
-fn next_line<'a>(
-    lines: &mut impl Iterator<Item = (usize, &'a str)>,
-    expected: usize,
-) -> Result<(usize, &'a str), ParseError> {
-    match lines.next() {
-        Some(l) => Ok(l),
-        None => err(expected, "unexpected end of input inside the header"),
+/// Where the parser is in the file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Expect {
+    /// A snapshot line or the version line.
+    #[default]
+    First,
+    /// The version line after a snapshot line.
+    Version,
+    Columns,
+    Rows,
+}
+
+/// A parser fed one line at a time, so that input is checked as it is read: a file that is not
+/// allocinfo is refused at its first line, whatever follows it.
+#[derive(Debug, Default)]
+pub struct LineParser {
+    expect: Expect,
+    /// Lines taken so far; the next one is `lines + 1`.
+    lines: usize,
+    version: Option<Version>,
+    snapshot: Option<SnapshotMeta>,
+    rows: Vec<Row>,
+}
+
+impl LineParser {
+    /// Takes one line without its `\n`.
+    pub fn feed_bytes(&mut self, line: &[u8]) -> Result<(), ParseError> {
+        let n = self.lines + 1;
+        if line.len() > MAX_LINE {
+            return err(
+                n,
+                format!("longer than {MAX_LINE} bytes, not an allocinfo row"),
+            );
+        }
+        match std::str::from_utf8(line) {
+            Ok(text) => self.feed(text),
+            Err(_) => err(n, "invalid UTF-8"),
+        }
+    }
+
+    /// Takes one line without its `\n`.
+    pub fn feed(&mut self, line: &str) -> Result<(), ParseError> {
+        self.lines += 1;
+        let n = self.lines;
+        match self.expect {
+            Expect::First if line.starts_with(SNAPSHOT_PREFIX) => {
+                let rest = &line[SNAPSHOT_PREFIX.len()..];
+                self.snapshot = Some(parse_snapshot_meta(n, rest)?);
+                self.expect = Expect::Version;
+            }
+            Expect::First | Expect::Version => {
+                self.version = Some(parse_version(n, line)?);
+                self.expect = Expect::Columns;
+            }
+            Expect::Columns => {
+                if line != COLUMNS_HEADER {
+                    return err(n, format!("expected column header '{COLUMNS_HEADER}'"));
+                }
+                self.expect = Expect::Rows;
+            }
+            Expect::Rows => {
+                let version = self.version.unwrap_or(Version::V1_0);
+                let row =
+                    parse_row(line, version).map_err(|message| ParseError { line: n, message })?;
+                self.rows.push(row);
+            }
+        }
+        Ok(())
+    }
+
+    /// The profile, once the whole input has been fed.
+    pub fn finish(self) -> Result<Profile, ParseError> {
+        match (self.expect, self.version) {
+            (Expect::Rows, Some(version)) => Ok(Profile {
+                version,
+                snapshot: self.snapshot,
+                rows: self.rows,
+            }),
+            _ if self.lines == 0 => err(1, format!("empty input, expected '{VERSION_PREFIX}1.0'")),
+            _ => err(self.lines + 1, "unexpected end of input inside the header"),
+        }
     }
 }
 

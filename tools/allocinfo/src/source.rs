@@ -2,11 +2,11 @@
 //! Reading a profile from /proc/allocinfo, a file, or standard input.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::parse::parse_bytes;
+use crate::parse::{LineParser, ParseError, MAX_LINE};
 use crate::profile::Profile;
 
 /// The kernel's file, read when no `--input` is given.
@@ -40,48 +40,87 @@ impl Source {
         self.path.as_os_str() == "-"
     }
 
-    /// Reads and parses the whole source once.
+    /// Reads and parses the whole source once, checking each line as it arrives.
     pub fn read(&self) -> Result<Profile> {
-        let data = if self.is_stdin() {
-            read_all(io::stdin().lock())
+        let result = if self.is_stdin() {
+            read_profile(io::stdin().lock(), MAX_INPUT)
         } else {
-            File::open(&self.path).and_then(read_all)
-        }
-        .map_err(|e| {
-            let proc = self.path == Path::new(PROC_ALLOCINFO);
-            let hint = match e.kind() {
-                io::ErrorKind::PermissionDenied if proc => " (it is readable by root only)",
-                io::ErrorKind::NotFound if proc => " (is CONFIG_MEM_ALLOC_PROFILING enabled?)",
-                _ => "",
-            };
-            Error::io(format!("cannot read {}{hint}", self.display()), e)
-        })?;
-        parse_bytes(&data).map_err(|source| Error::Parse {
-            path: self.display(),
-            source,
+            File::open(&self.path)
+                .map_err(ReadError::Io)
+                .and_then(|f| read_profile(f, MAX_INPUT))
+        };
+        result.map_err(|e| match e {
+            ReadError::Io(e) => {
+                let proc = self.path == Path::new(PROC_ALLOCINFO);
+                let hint = match e.kind() {
+                    io::ErrorKind::PermissionDenied if proc => " (it is readable by root only)",
+                    io::ErrorKind::NotFound if proc => " (is CONFIG_MEM_ALLOC_PROFILING enabled?)",
+                    _ => "",
+                };
+                Error::io(format!("cannot read {}{hint}", self.display()), e)
+            }
+            ReadError::Parse(source) => Error::Parse {
+                path: self.display(),
+                source,
+            },
+            ReadError::TooLarge(limit) => Error::Refused(format!(
+                "{}: more than {} MiB of input, far more than any allocinfo file",
+                self.display(),
+                limit >> 20
+            )),
         })
     }
 }
 
-/// Reads to the end in large chunks: before Linux 6.17 every read() of /proc/allocinfo restarted
-/// the walk over all tags, so small reads made a full read quadratic.
-fn read_all(mut r: impl Read) -> io::Result<Vec<u8>> {
+/// Most input read from one source. /proc/allocinfo is a few MiB even with 100,000 sites, so
+/// this only stops input that is not allocinfo at all from filling memory.
+pub const MAX_INPUT: u64 = 64 << 20;
+
+/// Why a profile could not be read.
+#[derive(Debug)]
+pub enum ReadError {
+    Io(io::Error),
+    Parse(ParseError),
+    /// More than this many bytes.
+    TooLarge(u64),
+}
+
+/// Reads and parses line by line, refusing more than `limit` bytes. Reads are large: before
+/// Linux 6.17 every read() of /proc/allocinfo restarted the walk over all tags, so small reads
+/// made a full read quadratic.
+pub fn read_profile(r: impl Read, limit: u64) -> Result<Profile, ReadError> {
     const CHUNK: usize = 1 << 20;
-    let mut data = Vec::new();
-    let mut len = 0;
+    let mut reader = BufReader::with_capacity(CHUNK, r);
+    let mut parser = LineParser::default();
+    let mut line = Vec::new();
+    let mut total: u64 = 0;
     loop {
-        if data.len() - len < CHUNK / 2 {
-            data.resize(len + CHUNK, 0);
+        line.clear();
+        // One byte past the longest line, so that an overlong one is seen as such.
+        let max = (MAX_LINE + 2) as u64;
+        let n = match (&mut reader).take(max).read_until(b'\n', &mut line) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ReadError::Io(e)),
+        };
+        if n == 0 {
+            break;
         }
-        match r.read(&mut data[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        total += n as u64;
+        if total > limit {
+            return Err(ReadError::TooLarge(limit));
+        }
+        let ends = line.last() == Some(&b'\n');
+        if ends {
+            line.pop();
+        }
+        parser.feed_bytes(&line).map_err(ReadError::Parse)?;
+        if !ends && line.len() <= MAX_LINE {
+            // The last line, without a final newline.
+            break;
         }
     }
-    data.truncate(len);
-    Ok(data)
+    parser.finish().map_err(ReadError::Parse)
 }
 
 #[cfg(test)]
@@ -89,9 +128,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_past_one_chunk() {
-        let big = vec![b'x'; (1 << 20) * 2 + 7];
-        assert_eq!(read_all(&big[..]).unwrap(), big);
+    fn reads_line_by_line_up_to_the_limit() {
+        let head = "allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n";
+        let row = "        4096        1 mm/slub.c:2450 func:alloc_slab_page \n";
+        // Over two read chunks, and a last line without its newline.
+        let mut text = head.to_string() + &row.repeat(40_000);
+        text.pop();
+        let p = read_profile(text.as_bytes(), MAX_INPUT).unwrap();
+        assert_eq!(p.rows.len(), 40_000);
+        let limit = text.len() as u64 - 1;
+        assert!(matches!(
+            read_profile(text.as_bytes(), limit),
+            Err(ReadError::TooLarge(l)) if l == limit
+        ));
+        let long = format!("{head}{}\n", "1".repeat(MAX_LINE + 1));
+        match read_profile(long.as_bytes(), MAX_INPUT) {
+            Err(ReadError::Parse(e)) => {
+                assert_eq!(
+                    e.to_string(),
+                    "line 3: longer than 65536 bytes, not an allocinfo row"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -29,6 +29,12 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The first 300 characters of standard error: enough for any message the tool should print, and
+/// a failing assertion does not print megabytes of echoed input.
+fn stderr_head(o: &Output) -> String {
+    stderr(o).chars().take(300).collect()
+}
+
 fn ok(args: &[&str]) -> String {
     let o = run(args);
     assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
@@ -480,4 +486,86 @@ fn wrapped_call_counts_are_negative_and_left_out_of_totals() {
     assert!(prom.contains(
         "allocinfo_calls{file=\"mm/khugepaged.c\",line=\"1075\",function=\"alloc_charge_folio\",module=\"\"} -1\n"
     ), "{prom}");
+}
+
+/// Runs `args` with `chunk` written to its stdin after `head`, again and again until the tool stops
+/// reading or `limit` bytes are written. Returns the output and how much was written.
+fn feed_until_closed(args: &[&str], head: &[u8], chunk: &[u8], limit: usize) -> (Output, usize) {
+    let child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        panic!("cannot spawn {BIN}");
+    };
+    let Some(mut stdin) = child.stdin.take() else {
+        panic!("no stdin");
+    };
+    let (head, chunk) = (head.to_vec(), chunk.to_vec());
+    let writer = std::thread::spawn(move || {
+        let mut written = 0;
+        if stdin.write_all(&head).is_err() {
+            return written;
+        }
+        written += head.len();
+        while written < limit && stdin.write_all(&chunk).is_ok() {
+            written += chunk.len();
+        }
+        written
+    });
+    let out = child.wait_with_output();
+    let written = writer.join().unwrap_or(usize::MAX);
+    match out {
+        Ok(o) => (o, written),
+        Err(e) => panic!("wait: {e}"),
+    }
+}
+
+#[test]
+fn header_is_checked_before_the_rest_is_read() {
+    let zeros = vec![0u8; 1 << 16];
+    let (o, written) = feed_until_closed(&["top", "-i", "-"], b"hello\n", &zeros, 300 << 20);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr_head(&o),
+        "allocinfo: <stdin>: line 1: expected 'allocinfo - version: 1.0' or '2.0'\n"
+    );
+    assert!(written < 16 << 20, "read {written} bytes past a bad header");
+}
+
+#[test]
+fn input_and_lines_are_capped() {
+    let head = b"allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n";
+    // A valid header followed by a line that never ends.
+    let zeros = vec![b'0'; 1 << 16];
+    let (o, written) = feed_until_closed(&["top", "-i", "-"], head, &zeros, 300 << 20);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr_head(&o),
+        "allocinfo: <stdin>: line 3: longer than 65536 bytes, not an allocinfo row\n"
+    );
+    assert!(written < 16 << 20, "read {written} bytes of one line");
+    // Valid rows without end: refused once past the input cap, not read into memory forever.
+    let row = b"        4096        1 mm/slub.c:2450 func:alloc_slab_page \n".repeat(1024);
+    let (o, written) = feed_until_closed(&["top", "-i", "-"], head, &row, 80 << 20);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr_head(&o),
+        "allocinfo: <stdin>: more than 64 MiB of input, far more than any allocinfo file\n"
+    );
+    assert!(written < 72 << 20, "read {written} bytes");
+}
+
+#[test]
+fn random_bytes_are_refused_quickly() {
+    let o = run(&["top", "-i", "/dev/urandom"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("allocinfo: /dev/urandom: line 1: "),
+        "{err}"
+    );
+    assert!(err.len() < 200 && !err.contains('\r'), "{err}");
 }

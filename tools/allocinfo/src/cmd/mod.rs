@@ -64,7 +64,7 @@ pub fn show_delta(bytes: i128, plain: bool) -> String {
 pub fn write_output(path: &Path, data: &[u8]) -> Result<()> {
     let cannot = |e: io::Error| Error::io(format!("cannot write {}", path.display()), e);
     match fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => Err(Error::Output(format!(
+        Ok(m) if m.is_dir() => Err(Error::Refused(format!(
             "cannot write {}: it is a directory",
             path.display()
         ))),
