@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The command line: global options, one subcommand per report, and argument validation.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -19,7 +19,7 @@ use crate::size::parse_size;
 )]
 pub struct Cli {
     /// Read this file (raw allocinfo text or a snapshot) instead of /proc/allocinfo
-    #[arg(short = 'i', long = "input", value_name = "FILE", global = true)]
+    #[arg(short = 'i', long = "input", value_name = "FILE")]
     pub input: Option<PathBuf>,
 
     /// Print JSON instead of text
@@ -28,6 +28,29 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// The input named by `-i`, given before the command or after it (after wins).
+    pub fn input(&self) -> Option<&Path> {
+        let after = match &self.command {
+            Command::Top(a) => &a.input,
+            Command::Tree(a) => &a.input,
+            Command::Snapshot(a) => &a.input,
+            Command::Watch(a) => &a.input,
+            Command::Export(a) => &a.input,
+            Command::Diff(_) => &InputArg { input: None },
+        };
+        after.input.as_deref().or(self.input.as_deref())
+    }
+}
+
+/// `-i FILE` after a command. Not global: `diff` takes its two inputs as arguments.
+#[derive(Clone, Debug, Default, Args)]
+pub struct InputArg {
+    /// Read this file (raw allocinfo text or a snapshot) instead of /proc/allocinfo; - for stdin
+    #[arg(short = 'i', long = "input", value_name = "FILE")]
+    pub input: Option<PathBuf>,
 }
 
 /// The reports the tool can produce.
@@ -91,6 +114,8 @@ impl FilterArgs {
 /// Options of `top`.
 #[derive(Clone, Debug, Args)]
 pub struct TopArgs {
+    #[command(flatten)]
+    pub input: InputArg,
     /// Number of rows to show (0 for all)
     #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 10)]
     pub lines: usize,
@@ -120,6 +145,8 @@ pub enum TreeBy {
 /// Options of `tree`.
 #[derive(Clone, Debug, Args)]
 pub struct TreeArgs {
+    #[command(flatten)]
+    pub input: InputArg,
     /// Group by path prefix or by module
     #[arg(long, value_enum, default_value_t = TreeBy::Path)]
     pub by: TreeBy,
@@ -132,6 +159,9 @@ pub struct TreeArgs {
     /// Hide groups holding less than this
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub min_size: Option<i64>,
+    /// Also show groups holding nothing (0 bytes in 0 live allocations), hidden by default
+    #[arg(long)]
+    pub all: bool,
     /// Print plain byte counts instead of IEC sizes
     #[arg(long)]
     pub bytes: bool,
@@ -142,6 +172,8 @@ pub struct TreeArgs {
 /// Options of `snapshot`.
 #[derive(Clone, Debug, Args)]
 pub struct SnapshotArgs {
+    #[command(flatten)]
+    pub input: InputArg,
     /// Write the snapshot here (atomically) instead of to standard output
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -175,6 +207,8 @@ pub struct DiffArgs {
 /// Options of `watch`.
 #[derive(Clone, Debug, Args)]
 pub struct WatchArgs {
+    #[command(flatten)]
+    pub input: InputArg,
     /// Seconds between samples (fractions allowed)
     #[arg(long, value_name = "SECS", default_value = "5", value_parser = parse_interval)]
     pub interval: f64,
@@ -204,6 +238,8 @@ pub enum ExportFormat {
 /// Options of `export`.
 #[derive(Clone, Debug, Args)]
 pub struct ExportArgs {
+    #[command(flatten)]
+    pub input: InputArg,
     /// Exposition format
     #[arg(short = 'f', long, value_enum, default_value_t = ExportFormat::Prometheus)]
     pub format: ExportFormat,
@@ -244,7 +280,7 @@ mod tests {
     fn global_options_go_anywhere() {
         let cli = Cli::try_parse_from(["allocinfo", "top", "--json", "-i", "f"]).unwrap();
         assert!(cli.json);
-        assert_eq!(cli.input, Some(PathBuf::from("f")));
+        assert_eq!(cli.input(), Some(Path::new("f")));
         let cli = Cli::try_parse_from(["allocinfo", "--json", "top", "-n", "3"]).unwrap();
         assert!(matches!(
             cli.command,

@@ -20,7 +20,7 @@ use source::Source;
 
 /// Runs one parsed command line, writing its report to `out`.
 pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
-    let source = Source::new(cli.input.as_deref());
+    let source = Source::new(cli.input());
     match &cli.command {
         Command::Top(args) => {
             cmd::top::run(&source.read()?, &source.display(), args, cli.json, out)

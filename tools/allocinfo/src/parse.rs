@@ -32,6 +32,28 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
+/// Longest quoted piece of input in a message; more is cut, with its length given.
+const QUOTE_MAX: usize = 60;
+
+/// Input quoted for a message: in single quotes, control characters escaped (`\r`, `\u{1b}`) so
+/// that they cannot garble a terminal, cut after [`QUOTE_MAX`] characters.
+pub fn quote(text: &str) -> String {
+    let mut out = String::from("'");
+    for (i, c) in text.chars().enumerate() {
+        if i == QUOTE_MAX {
+            out.push_str(&format!("'... ({} bytes)", text.len()));
+            return out;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
+}
+
 fn err<T>(line: usize, message: impl Into<String>) -> Result<T, ParseError> {
     Err(ParseError {
         line,
@@ -152,7 +174,10 @@ fn parse_version(n: usize, line: &str) -> Result<Version, ParseError> {
         "2.0" => Ok(Version::V2_0),
         other => err(
             n,
-            format!("unsupported version '{other}' (this tool reads 1.0 and 2.0)"),
+            format!(
+                "unsupported version {} (this tool reads 1.0 and 2.0)",
+                quote(other)
+            ),
         ),
     }
 }
@@ -162,12 +187,20 @@ fn parse_snapshot_meta(n: usize, rest: &str) -> Result<SnapshotMeta, ParseError>
     let mut source = None;
     for token in rest.split(' ') {
         let Some((key, value)) = token.split_once(':') else {
-            return err(n, format!("snapshot field '{token}' is not key:value"));
+            return err(
+                n,
+                format!("snapshot field {} is not key:value", quote(token)),
+            );
         };
         match key {
             "unix_ms" => match value.parse::<i64>() {
                 Ok(v) => unix_ms = Some(v),
-                Err(_) => return err(n, format!("snapshot unix_ms '{value}' is not an integer")),
+                Err(_) => {
+                    return err(
+                        n,
+                        format!("snapshot unix_ms {} is not an integer", quote(value)),
+                    )
+                }
             },
             "source" => source = Some(value.to_string()),
             // `time` repeats unix_ms for people; unknown keys are left for later versions.
@@ -192,15 +225,19 @@ fn split_field<'a>(s: &'a str, width: usize, what: &str) -> Result<(&'a str, &'a
     }
     if digits_end < width {
         return Err(format!(
-            "{what} '{token}' is not right-aligned in {width} columns"
+            "{what} {} is not right-aligned in {width} columns",
+            quote(token)
         ));
     }
     if digits_end > width && pad > 0 {
-        return Err(format!("{what} '{token}' is padded past {width} columns"));
+        return Err(format!(
+            "{what} {} is padded past {width} columns",
+            quote(token)
+        ));
     }
     match s[digits_end..].strip_prefix(' ') {
         Some(rest) => Ok((token, rest)),
-        None => Err(format!("expected a space after {what} '{token}'")),
+        None => Err(format!("expected a space after {what} {}", quote(token))),
     }
 }
 
@@ -208,7 +245,7 @@ fn split_field<'a>(s: &'a str, width: usize, what: &str) -> Result<(&'a str, &'a
 fn check_integer(token: &str, signed: bool, what: &str) -> Result<(), String> {
     let digits = match token.strip_prefix('-') {
         Some(d) if signed => d,
-        Some(_) => return Err(format!("{what} '{token}' must not be negative")),
+        Some(_) => return Err(format!("{what} {} must not be negative", quote(token))),
         None => token,
     };
     let canonical = !digits.is_empty()
@@ -218,7 +255,7 @@ fn check_integer(token: &str, signed: bool, what: &str) -> Result<(), String> {
     if canonical {
         Ok(())
     } else {
-        Err(format!("{what} '{token}' is not a decimal integer"))
+        Err(format!("{what} {} is not a decimal integer", quote(token)))
     }
 }
 
@@ -227,13 +264,13 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
     check_integer(size_tok, true, "size")?;
     let bytes = size_tok
         .parse::<i64>()
-        .map_err(|e| format!("size '{size_tok}': {e}"))?;
+        .map_err(|e| format!("size {}: {e}", quote(size_tok)))?;
 
     let (calls_tok, rest) = split_field(rest, CALLS_WIDTH, "calls")?;
     check_integer(calls_tok, false, "calls")?;
     let calls = calls_tok
         .parse::<u64>()
-        .map_err(|e| format!("calls '{calls_tok}': {e}"))?;
+        .map_err(|e| format!("calls {}: {e}", quote(calls_tok)))?;
 
     let Some(tag) = rest.strip_suffix(' ') else {
         return Err("row must end with a space".to_string());
@@ -251,15 +288,15 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
 
     let file_line = next()?.unwrap_or_default();
     let Some((file, line_no)) = file_line.rsplit_once(':') else {
-        return Err(format!("expected file:line, found '{file_line}'"));
+        return Err(format!("expected file:line, found {}", quote(file_line)));
     };
     if file.is_empty() {
-        return Err(format!("empty file name in '{file_line}'"));
+        return Err(format!("empty file name in {}", quote(file_line)));
     }
     check_integer(line_no, false, "line number")?;
     let line_no = line_no
         .parse::<u32>()
-        .map_err(|e| format!("line number '{line_no}': {e}"))?;
+        .map_err(|e| format!("line number {}: {e}", quote(line_no)))?;
 
     let mut token = next()?;
     let mut module = None;
@@ -268,7 +305,7 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
             .strip_prefix('[')
             .and_then(|t| t.strip_suffix(']'))
             .filter(|m| !m.is_empty() && !m.contains(['[', ']']))
-            .ok_or_else(|| format!("malformed module '{t}', expected [name]"))?;
+            .ok_or_else(|| format!("malformed module {}, expected [name]", quote(t)))?;
         module = Some(name.to_string());
         token = next()?;
     }
@@ -277,8 +314,8 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
         Some(f) if !f.is_empty() => f.to_string(),
         _ => {
             return Err(format!(
-                "expected func:<name>, found '{}'",
-                token.unwrap_or("end of line")
+                "expected func:<name>, found {}",
+                quote(token.unwrap_or("end of line"))
             ))
         }
     };
@@ -287,13 +324,14 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
     while let Some(t) = next()? {
         if !version.has_fields() {
             return Err(format!(
-                "field '{t}' after func: needs version 2.0 (header says {})",
+                "field {} after func: needs version 2.0 (header says {})",
+                quote(t),
                 version.as_str()
             ));
         }
         let (key, value) = parse_field(t)?;
         if fields.iter().any(|(k, _)| k == key) {
-            return Err(format!("duplicate field '{key}'"));
+            return Err(format!("duplicate field {}", quote(key)));
         }
         fields.push((key.to_string(), value.to_string()));
     }
@@ -313,21 +351,22 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
 
 fn parse_field(t: &str) -> Result<(&str, &str), String> {
     let Some((key, value)) = t.split_once(':') else {
-        return Err(format!("field '{t}' is not key:value"));
+        return Err(format!("field {} is not key:value", quote(t)));
     };
     let key_ok = !key.is_empty()
         && key
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
     if !key_ok {
-        return Err(format!("field '{t}' has a malformed key"));
+        return Err(format!("field {} has a malformed key", quote(t)));
     }
     if value.is_empty() {
-        return Err(format!("field '{t}' has an empty value"));
+        return Err(format!("field {} has an empty value", quote(t)));
     }
     if key == "accurate" && value != "yes" && value != "no" {
         return Err(format!(
-            "accurate:{value} must be accurate:yes or accurate:no"
+            "{} must be accurate:yes or accurate:no",
+            quote(&format!("accurate:{value}"))
         ));
     }
     Ok((key, value))

@@ -569,3 +569,112 @@ fn random_bytes_are_refused_quickly() {
     );
     assert!(err.len() < 200 && !err.contains('\r'), "{err}");
 }
+
+#[test]
+fn error_messages_escape_and_truncate_what_they_quote() {
+    let dir = temp_dir("escape");
+    let crlf = dir.join("crlf.txt");
+    let text = std::fs::read_to_string(fixture("v1-negative.txt")).unwrap_or_default();
+    let _ = std::fs::write(&crlf, text.replace('\n', "\r\n"));
+    let path = crlf.to_string_lossy().into_owned();
+    let o = run(&["top", "-i", &path]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr_head(&o),
+        format!(
+            "allocinfo: {path}: line 1: unsupported version '1.0\\r' (this tool reads 1.0 \
+             and 2.0)\n"
+        )
+    );
+    // A 50,000-byte file name without a line number: the message quotes the start of it.
+    let long = dir.join("long.txt");
+    let row = format!("        4096        1 {} func:f \n", "a".repeat(50_000));
+    let _ = std::fs::write(
+        &long,
+        format!("allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n{row}"),
+    );
+    let path = long.to_string_lossy().into_owned();
+    let o = run(&["top", "-i", &path]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr_head(&o),
+        format!(
+            "allocinfo: {path}: line 3: expected file:line, found '{}'... (50000 bytes)\n",
+            "a".repeat(60)
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn diff_help_does_not_offer_input() {
+    let help = ok(&["diff", "--help"]);
+    assert!(!help.contains("--input"), "{help}");
+    assert!(ok(&["top", "--help"]).contains("-i, --input <FILE>"));
+    // -i still works before or after the other commands.
+    let f = fixture("v1-negative.txt");
+    assert_eq!(
+        ok(&["-i", &f, "top", "-n", "1"]),
+        ok(&["top", "-n", "1", "-i", &f])
+    );
+}
+
+#[test]
+fn sizes_take_common_spellings_and_say_what_is_wrong() {
+    let f = fixture("v1-builtin-modules.txt");
+    let want = ok(&["top", "-n", "0", "--min-size", "64K", "-i", &f]);
+    for spelling in ["64KB", "64kB", "64 KiB", "65536B", "0.0625MB", "0.0625 mb"] {
+        assert_eq!(
+            ok(&["top", "-n", "0", "--min-size", spelling, "-i", &f]),
+            want,
+            "{spelling}"
+        );
+    }
+    let o = run(&["top", "--min-size=-1", "-i", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with(
+            "error: invalid value '-1' for '--min-size <SIZE>': size '-1' is negative; \
+             sizes are 0 or more\n"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn tree_hides_empty_groups_unless_all() {
+    let f = fixture("vm-6.12.118-rust.txt");
+    let empty = |out: &str| {
+        out.lines()
+            .filter(|l| l.starts_with("         0 B          0 "))
+            .count()
+    };
+    let out = ok(&["tree", "-i", &f]);
+    assert_eq!(empty(&out), 0, "{out}");
+    assert_eq!(
+        out.lines().last(),
+        Some("(79 groups holding nothing are hidden; --all shows them)")
+    );
+    assert_eq!(empty(&ok(&["tree", "--all", "-i", &f])), 79);
+}
+
+#[test]
+fn one_site_is_singular() {
+    let dir = temp_dir("singular");
+    let one = dir.join("one.txt");
+    let _ = std::fs::write(
+        &one,
+        "allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n\
+         \x20       4096        1 mm/slub.c:2450 func:alloc_slab_page \n",
+    );
+    let path = one.to_string_lossy().into_owned();
+    let out = ok(&["top", "-i", &path]);
+    assert_eq!(
+        out.lines().last(),
+        Some("total: 4.0 KiB in 1 live allocation at 1 site (1 shown)")
+    );
+    let out = ok(&["watch", "-c", "1", "--interval", "0.01", "-i", &path]);
+    assert!(out.contains(": 4.0 KiB at 1 site (baseline)\n"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

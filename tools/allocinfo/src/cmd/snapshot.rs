@@ -92,7 +92,10 @@ mod tests {
 
     #[test]
     fn stdout_snapshot_parses_back() {
-        let args = SnapshotArgs { output: None };
+        let args = SnapshotArgs {
+            input: Default::default(),
+            output: None,
+        };
         let text = capture(|out| run(sample(), Some("/proc/allocinfo"), T, &args, false, out));
         assert_eq!(
             text.lines().next(),
@@ -113,6 +116,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("a.snap");
         let args = SnapshotArgs {
+            input: Default::default(),
             output: Some(path.clone()),
         };
         let json = capture(|out| run(sample(), None, T, &args, true, out));
@@ -127,7 +131,10 @@ mod tests {
 
     #[test]
     fn json_without_file_carries_rows() {
-        let args = SnapshotArgs { output: None };
+        let args = SnapshotArgs {
+            input: Default::default(),
+            output: None,
+        };
         let json = capture(|out| run(sample(), None, T, &args, true, out));
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["rows"].as_array().map(Vec::len), Some(7));

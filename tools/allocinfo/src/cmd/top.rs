@@ -87,10 +87,15 @@ pub fn write_text(report: &TopReport<'_>, plain: bool, out: &mut dyn Write) -> R
                 }
             )?;
         }
-        let of = if report.matched == report.sites {
-            String::new()
+        let at = if report.matched == report.sites {
+            count(report.matched, "site")
         } else {
-            format!(" of {}", report.sites)
+            format!("{} of {}", report.matched, count(report.sites, "site"))
+        };
+        let allocations = if report.total_calls == 1 {
+            "allocation"
+        } else {
+            "allocations"
         };
         let wrapped = match report.wrapped_calls {
             0 => String::new(),
@@ -101,10 +106,9 @@ pub fn write_text(report: &TopReport<'_>, plain: bool, out: &mut dyn Write) -> R
         };
         writeln!(
             out,
-            "total: {} in {} live allocations at {}{of} sites ({} shown){wrapped}",
+            "total: {} in {} live {allocations} at {at} ({} shown){wrapped}",
             show_size(report.total_bytes, plain),
             report.total_calls,
-            report.matched,
             report.rows.len()
         )
     };

@@ -263,11 +263,11 @@ fn write_sample(r: &SampleReport, plain: bool, out: &mut dyn Write) -> std::io::
     let of = r.count.map_or(String::new(), |c| format!("/{c}"));
     write!(
         out,
-        "sample {}{of} {}: {} at {} sites",
+        "sample {}{of} {}: {} at {}",
         r.sample,
         r.time,
         show_size(r.total_bytes, plain),
-        r.sites
+        count(r.sites, "site")
     )?;
     match r.delta_bytes {
         None => writeln!(out, " (baseline)")?,
