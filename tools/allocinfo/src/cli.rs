@@ -85,6 +85,18 @@ pub enum SortKey {
     Calls,
 }
 
+/// What `diff` ranks by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum DiffSort {
+    /// Largest byte change either way first (as pprof -diff_base)
+    #[default]
+    Abs,
+    /// Largest byte growth first, largest shrinkage last
+    Size,
+    /// Largest growth in live allocations first
+    Calls,
+}
+
 /// Row selection options shared by several commands.
 #[derive(Clone, Debug, Default, Args)]
 pub struct FilterArgs {
@@ -191,9 +203,19 @@ pub struct DiffArgs {
     /// Number of sites to list (0 for all)
     #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 20)]
     pub lines: usize,
-    /// Rank by byte growth or by growth in live allocations
-    #[arg(long, value_enum, default_value_t = SortKey::Size)]
-    pub sort: SortKey,
+    /// Rank by the largest byte change either way (abs), by byte growth (size), or by growth in
+    /// live allocations (calls)
+    #[arg(long, value_enum, default_value_t = DiffSort::Abs)]
+    pub sort: DiffSort,
+    /// Sum the changes per module or per path prefix instead of listing sites
+    #[arg(long, value_enum, value_name = "path|module")]
+    pub by: Option<TreeBy>,
+    /// Path components for --by (default 2 by path, 0 by module)
+    #[arg(short = 'd', long, value_name = "N", requires = "by")]
+    pub depth: Option<usize>,
+    /// Hide sites (or groups) whose bytes changed by less than this either way
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub min_delta: Option<i64>,
     /// Also list sites that did not change
     #[arg(long)]
     pub all: bool,

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::cli::{SortKey, TreeArgs, TreeBy};
 use crate::cmd::{output_error, show_size, write_json};
 use crate::error::Result;
-use crate::profile::{Profile, Row};
+use crate::profile::{Profile, Row, Site};
 
 /// One group: a path prefix (`mm/`, `mm/slub.c`) or a module, with its sub-groups.
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
@@ -99,11 +99,25 @@ struct Shape {
 
 /// The group names a row falls into, outermost first.
 fn group_keys(row: &Row, by: TreeBy, depth: usize) -> Vec<String> {
+    site_group_keys(&row.site, by, depth)
+}
+
+/// The depth `--depth` means when it is not given.
+pub fn default_depth(by: TreeBy) -> usize {
+    match by {
+        TreeBy::Path => 2,
+        TreeBy::Module => 0,
+    }
+}
+
+/// The group names a site falls into, outermost first: its module with `--by module`, then its
+/// path prefixes (`mm/`, `mm/slub.c`) down to `depth` components.
+pub fn site_group_keys(site: &Site, by: TreeBy, depth: usize) -> Vec<String> {
     let mut keys = Vec::with_capacity(depth + 1);
     if by == TreeBy::Module {
-        keys.push(row.site.module_or_vmlinux().to_string());
+        keys.push(site.module_or_vmlinux().to_string());
     }
-    let parts: Vec<&str> = row.site.file.split('/').collect();
+    let parts: Vec<&str> = site.file.split('/').collect();
     for k in 1..=depth.min(parts.len()) {
         let mut prefix = parts[..k].join("/");
         if k < parts.len() {
@@ -116,10 +130,7 @@ fn group_keys(row: &Row, by: TreeBy, depth: usize) -> Vec<String> {
 
 /// Builds the report for `args` over `profile`.
 pub fn tree(profile: &Profile, args: &TreeArgs) -> TreeReport {
-    let depth = args.depth.unwrap_or(match args.by {
-        TreeBy::Path => 2,
-        TreeBy::Module => 0,
-    });
+    let depth = args.depth.unwrap_or(default_depth(args.by));
     let filter = args.filter.to_filter(None);
     let mut root = Group::default();
     for row in profile.rows.iter().filter(|r| filter.matches_site(&r.site)) {
