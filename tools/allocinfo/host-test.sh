@@ -94,6 +94,22 @@ else
 	fail "export validation skipped: no prometheus_client"
 fi
 
+# pprof output read by pprof itself (Debian: apt-get install golang-go), compared site by site.
+if command -v go >/dev/null 2>&1; then
+	go version
+	pprof_matches() {
+		local f=$1
+		"$bin" export -f pprof -i "$fixtures/$f" -o "$work/$f.pb" &&
+			HOME="$CACHE_DIR/gohome" go tool pprof -raw "$work/$f.pb" >"$work/$f.raw" &&
+			python3 tests/validate_pprof.py "$work/$f.raw" "$work/$f.json"
+	}
+	for f in $valid; do
+		check "go tool pprof reads export -f pprof of $f" pprof_matches "$f"
+	done
+else
+	echo "SKIP: pprof output not checked: no go tool (apt-get install golang-go)"
+fi
+
 # top -n N picks the same sites as sort -g | tail -n N for every N, ties included.
 awk 'NR <= 2 { print; next } { printf "%12d %8d tie/f%d.c:%d func:f \n", 4096 * (NR % 3), NR % 5, NR % 7, NR }' \
 	"$fixtures/v1-builtin-modules.txt" >"$work/ties.txt"

@@ -71,7 +71,8 @@ pub enum Command {
     /// more than half of them, and its net growth is larger than the sum of its drops. Ctrl-C
     /// (SIGINT) or SIGTERM ends the watch with the verdict so far, exit status 0.
     Watch(WatchArgs),
-    /// Print Prometheus or OpenMetrics text exposition (node_exporter textfile collector)
+    /// Export every site for other tools: Prometheus or OpenMetrics (node_exporter textfile
+    /// collector), CSV, folded stacks (flame graphs) or pprof's profile.proto
     Export(ExportArgs),
 }
 
@@ -255,6 +256,13 @@ pub enum ExportFormat {
     Prometheus,
     /// OpenMetrics 1.0 text (with UNIT lines and the # EOF terminator)
     Openmetrics,
+    /// CSV with a header line: file,line,module,function,bytes,calls,calls_wrapped,inaccurate
+    Csv,
+    /// Folded stacks for flame graphs: module;dir;file;function bytes (sites holding > 0 bytes)
+    Folded,
+    /// pprof's profile.proto (uncompressed): one sample per site, values inuse_objects and
+    /// inuse_space, the site as location and function, its module as a label
+    Pprof,
 }
 
 /// Options of `export`.

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod cmd;
 pub mod error;
 pub mod filter;
+pub mod format;
 pub mod parse;
 pub mod profile;
 pub mod render;
@@ -60,6 +61,9 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
             }
             cmd::watch::run(&mut || source.read(), args, cli.json, out)
         }
-        Command::Export(args) => cmd::export::run(&source.read()?, args, cli.json, out),
+        Command::Export(args) => {
+            let now = timestamp::now_unix_ms();
+            cmd::export::run(&source.read()?, &source.display(), now, args, cli.json, out)
+        }
     }
 }

@@ -678,3 +678,37 @@ fn one_site_is_singular() {
     assert!(out.contains(": 4.0 KiB at 1 site (baseline)\n"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn export_csv_folded_and_pprof() {
+    let f = fixture("v1-negative.txt");
+    let csv = ok(&["export", "-f", "csv", "--module", "ext4", "-i", &f]);
+    assert_eq!(
+        csv,
+        "file,line,module,function,bytes,calls,calls_wrapped,inaccurate\r\n\
+         fs/ext4/inode.c,5021,ext4,__ext4_iget,4096,1,0,0\r\n"
+    );
+    let csv = ok(&["export", "-f", "csv", "--file", "khugepaged", "-i", &f]);
+    assert!(
+        csv.ends_with("\r\nmm/khugepaged.c,1075,,alloc_charge_folio,0,-1,1,0\r\n"),
+        "{csv}"
+    );
+    let folded = ok(&["export", "-f", "folded", "--file", "mm/", "-i", &f]);
+    assert_eq!(
+        folded,
+        "vmlinux;mm;memory.c;folio_prealloc 39182336\nvmlinux;mm;slub.c;alloc_slab_page 84561920\n"
+    );
+    let o = run(&["export", "-f", "pprof", "-i", &f]);
+    assert_eq!(o.status.code(), Some(0));
+    // The first field is sample_type (1, length-delimited): inuse_objects/count.
+    assert_eq!(
+        o.stdout.get(..6),
+        Some(&[0x0a, 0x04, 0x08, 0x01, 0x10, 0x02][..])
+    );
+    let o = run(&["--json", "export", "-f", "csv", "-i", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "allocinfo: --json applies to export -f prometheus and openmetrics only\n"
+    );
+}
