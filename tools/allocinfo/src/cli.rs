@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use regex::Regex;
 
 use crate::filter::Filter;
 use crate::size::parse_size;
@@ -25,6 +26,11 @@ pub struct Cli {
     /// Print JSON instead of text
     #[arg(long, global = true)]
     pub json: bool,
+
+    /// Read copies damaged in transit (serial console, mail): CRLF line ends, rows without their
+    /// trailing space, blank lines
+    #[arg(long, global = true)]
+    pub lenient: bool,
 
     #[command(subcommand)]
     pub command: Command,
@@ -110,6 +116,14 @@ pub struct FilterArgs {
     /// Only sites whose function name contains this text
     #[arg(long, value_name = "TEXT")]
     pub function: Option<String>,
+    /// Only sites whose tag text (`file:line [module] func:name`) matches this regular
+    /// expression (repeatable: any of them), as pprof's --focus
+    #[arg(long, value_name = "REGEX", value_parser = parse_regex)]
+    pub focus: Vec<Regex>,
+    /// Leave out sites whose tag text matches this regular expression (repeatable), as pprof's
+    /// --ignore
+    #[arg(long, value_name = "REGEX", value_parser = parse_regex)]
+    pub exclude: Vec<Regex>,
 }
 
 impl FilterArgs {
@@ -119,6 +133,8 @@ impl FilterArgs {
             module: self.module.clone(),
             file: self.file.clone(),
             function: self.function.clone(),
+            focus: self.focus.clone(),
+            exclude: self.exclude.clone(),
             min_size,
         }
     }
@@ -281,6 +297,10 @@ pub struct ExportArgs {
     pub min_size: Option<i64>,
     #[command(flatten)]
     pub filter: FilterArgs,
+}
+
+fn parse_regex(text: &str) -> Result<Regex, String> {
+    Regex::new(text).map_err(|e| format!("not a regular expression: {e}"))
 }
 
 fn parse_interval(text: &str) -> Result<f64, String> {

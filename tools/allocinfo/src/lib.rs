@@ -21,7 +21,7 @@ use source::Source;
 
 /// Runs one parsed command line, writing its report to `out`.
 pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
-    let source = Source::new(cli.input());
+    let source = Source::new(cli.input()).lenient(cli.lenient);
     match &cli.command {
         Command::Top(args) => {
             cmd::top::run(&source.read()?, &source.display(), args, cli.json, out)
@@ -40,8 +40,8 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
                     "diff reads the two files given as A and B; --input does not apply".into(),
                 ));
             }
-            let a = Source::new(Some(&args.before));
-            let b = Source::new(Some(&args.after));
+            let a = Source::new(Some(&args.before)).lenient(cli.lenient);
+            let b = Source::new(Some(&args.after)).lenient(cli.lenient);
             let (pa, pb) = (a.read()?, b.read()?);
             cmd::diff::run(
                 (&pa, &a.display()),

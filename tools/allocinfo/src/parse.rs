@@ -97,6 +97,8 @@ enum Expect {
 /// allocinfo is refused at its first line, whatever follows it.
 #[derive(Debug, Default)]
 pub struct LineParser {
+    /// Read damaged copies: CRLF line ends, rows whose trailing space was stripped, blank lines.
+    lenient: bool,
     expect: Expect,
     /// Lines taken so far; the next one is `lines + 1`.
     lines: usize,
@@ -106,6 +108,16 @@ pub struct LineParser {
 }
 
 impl LineParser {
+    /// A parser for exact kernel output, or with `lenient` for copies that went through a serial
+    /// console or mail: a `\r` before each line end, stripped trailing spaces and blank lines are
+    /// accepted.
+    pub fn new(lenient: bool) -> Self {
+        LineParser {
+            lenient,
+            ..LineParser::default()
+        }
+    }
+
     /// Takes one line without its `\n`.
     pub fn feed_bytes(&mut self, line: &[u8]) -> Result<(), ParseError> {
         let n = self.lines + 1;
@@ -125,6 +137,15 @@ impl LineParser {
     pub fn feed(&mut self, line: &str) -> Result<(), ParseError> {
         self.lines += 1;
         let n = self.lines;
+        let line = if self.lenient {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if line.trim().is_empty() {
+                return Ok(());
+            }
+            line
+        } else {
+            line
+        };
         match self.expect {
             Expect::First if line.starts_with(SNAPSHOT_PREFIX) => {
                 let rest = &line[SNAPSHOT_PREFIX.len()..];
@@ -143,6 +164,13 @@ impl LineParser {
             }
             Expect::Rows => {
                 let version = self.version.unwrap_or(Version::V1_0);
+                let restored;
+                let line = if self.lenient && !line.ends_with(' ') {
+                    restored = format!("{line} ");
+                    restored.as_str()
+                } else {
+                    line
+                };
                 let row =
                     parse_row(line, version).map_err(|message| ParseError { line: n, message })?;
                 self.rows.push(row);

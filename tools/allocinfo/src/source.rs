@@ -16,6 +16,7 @@ pub const PROC_ALLOCINFO: &str = "/proc/allocinfo";
 #[derive(Clone, Debug)]
 pub struct Source {
     path: PathBuf,
+    lenient: bool,
 }
 
 impl Source {
@@ -23,7 +24,14 @@ impl Source {
     pub fn new(input: Option<&Path>) -> Self {
         Source {
             path: input.map_or_else(|| PathBuf::from(PROC_ALLOCINFO), Path::to_path_buf),
+            lenient: false,
         }
+    }
+
+    /// Reads damaged copies too (see [`LineParser::new`]).
+    pub fn lenient(mut self, lenient: bool) -> Self {
+        self.lenient = lenient;
+        self
     }
 
     /// The path as the user would recognise it in messages.
@@ -43,11 +51,11 @@ impl Source {
     /// Reads and parses the whole source once, checking each line as it arrives.
     pub fn read(&self) -> Result<Profile> {
         let result = if self.is_stdin() {
-            read_profile(io::stdin().lock(), MAX_INPUT)
+            read_profile(io::stdin().lock(), MAX_INPUT, self.lenient)
         } else {
             File::open(&self.path)
                 .map_err(ReadError::Io)
-                .and_then(|f| read_profile(f, MAX_INPUT))
+                .and_then(|f| read_profile(f, MAX_INPUT, self.lenient))
         };
         result.map_err(|e| match e {
             ReadError::Io(e) => {
@@ -88,10 +96,10 @@ pub enum ReadError {
 /// Reads and parses line by line, refusing more than `limit` bytes. Reads are large: before
 /// Linux 6.17 every read() of /proc/allocinfo restarted the walk over all tags, so small reads
 /// made a full read quadratic.
-pub fn read_profile(r: impl Read, limit: u64) -> Result<Profile, ReadError> {
+pub fn read_profile(r: impl Read, limit: u64, lenient: bool) -> Result<Profile, ReadError> {
     const CHUNK: usize = 1 << 20;
     let mut reader = BufReader::with_capacity(CHUNK, r);
-    let mut parser = LineParser::default();
+    let mut parser = LineParser::new(lenient);
     let mut line = Vec::new();
     let mut total: u64 = 0;
     loop {
@@ -134,15 +142,15 @@ mod tests {
         // Over two read chunks, and a last line without its newline.
         let mut text = head.to_string() + &row.repeat(40_000);
         text.pop();
-        let p = read_profile(text.as_bytes(), MAX_INPUT).unwrap();
+        let p = read_profile(text.as_bytes(), MAX_INPUT, false).unwrap();
         assert_eq!(p.rows.len(), 40_000);
         let limit = text.len() as u64 - 1;
         assert!(matches!(
-            read_profile(text.as_bytes(), limit),
+            read_profile(text.as_bytes(), limit, false),
             Err(ReadError::TooLarge(l)) if l == limit
         ));
         let long = format!("{head}{}\n", "1".repeat(MAX_LINE + 1));
-        match read_profile(long.as_bytes(), MAX_INPUT) {
+        match read_profile(long.as_bytes(), MAX_INPUT, false) {
             Err(ReadError::Parse(e)) => {
                 assert_eq!(
                     e.to_string(),

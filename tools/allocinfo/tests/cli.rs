@@ -712,3 +712,69 @@ fn export_csv_folded_and_pprof() {
         "allocinfo: --json applies to export -f prometheus and openmetrics only\n"
     );
 }
+
+#[test]
+fn lenient_reads_damaged_copies() {
+    let dir = temp_dir("lenient");
+    let text = std::fs::read_to_string(fixture("v1-builtin-modules.txt")).unwrap_or_default();
+    let damaged = dir.join("damaged.txt");
+    let mangled: String = text
+        .lines()
+        .map(|l| format!("{}\r\n", l.trim_end_matches(' ')))
+        .collect();
+    let _ = std::fs::write(&damaged, format!("{mangled}\r\n"));
+    let path = damaged.to_string_lossy().into_owned();
+    let o = run(&["top", "-n", "0", "-i", &path]);
+    assert_eq!(o.status.code(), Some(1), "strict by default");
+    let want = ok(&["top", "-n", "0", "-i", &fixture("v1-builtin-modules.txt")]);
+    assert_eq!(ok(&["top", "-n", "0", "--lenient", "-i", &path]), want);
+    let diff = ok(&[
+        "--lenient",
+        "diff",
+        &path,
+        &fixture("v1-builtin-modules.txt"),
+    ]);
+    assert!(
+        diff.ends_with("; 0 grew, 0 shrank, 0 new, 0 gone, 65 same\n"),
+        "{diff}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn focus_and_exclude() {
+    let f = fixture("v1-negative.txt");
+    let out = ok(&[
+        "top",
+        "-n",
+        "0",
+        "--bytes",
+        "--focus",
+        "^mm/",
+        "--exclude",
+        "func:alloc_",
+        "-i",
+        &f,
+    ]);
+    let sites: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split("  ").last())
+        .filter(|s| s.contains(" func:"))
+        .collect();
+    assert_eq!(
+        sites,
+        [
+            "mm/memory.c:1122 func:folio_prealloc",
+            "mm/compaction.c:1835 func:compaction_alloc",
+            "mm/huge_memory.c:3415 func:__split_huge_page",
+        ]
+    );
+    let o = run(&["top", "--exclude", "(", "-i", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not a regular expression"),
+        "{}",
+        stderr(&o)
+    );
+}
