@@ -32,6 +32,12 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub lenient: bool,
 
+    /// How to read the live /proc/allocinfo: auto uses its ioctls when the kernel has them (module
+    /// and --min-size filters then run in the kernel; snapshot always saves the text), else the
+    /// text; --json output names the source used ("/proc/allocinfo (ioctl)")
+    #[arg(long = "source", value_enum, global = true, default_value_t = SourceMode::Auto)]
+    pub source_mode: SourceMode,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -90,6 +96,19 @@ pub enum SortKey {
     Size,
     /// Live allocations
     Calls,
+}
+
+/// How live data is read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum SourceMode {
+    /// The ioctls when the kernel has them and every name fits them, else the text
+    #[default]
+    Auto,
+    /// The ioctls only (an error on kernels without them; a name longer than 63 bytes shows as
+    /// its last 63)
+    Ioctl,
+    /// The text only
+    Text,
 }
 
 /// What `diff` ranks by.

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Reading a profile from /proc/allocinfo, a file, or standard input.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use crate::cli::SourceMode;
 use crate::error::{Error, Result};
+use crate::ioctl::{self, IoctlError, KernelFilter};
 use crate::parse::{LineParser, ParseError, MAX_LINE};
 use crate::profile::Profile;
 
@@ -17,6 +20,10 @@ pub const PROC_ALLOCINFO: &str = "/proc/allocinfo";
 pub struct Source {
     path: PathBuf,
     lenient: bool,
+    mode: SourceMode,
+    kernel_filter: KernelFilter,
+    /// Whether the last read went through the ioctls.
+    used_ioctl: Cell<bool>,
 }
 
 impl Source {
@@ -25,6 +32,40 @@ impl Source {
         Source {
             path: input.map_or_else(|| PathBuf::from(PROC_ALLOCINFO), Path::to_path_buf),
             lenient: false,
+            mode: SourceMode::Text,
+            kernel_filter: KernelFilter::default(),
+            used_ioctl: Cell::new(false),
+        }
+    }
+
+    /// How live data is read (`--source`); the ioctls apply to /proc/allocinfo only.
+    pub fn mode(mut self, mode: SourceMode) -> Result<Self> {
+        if mode == SourceMode::Ioctl && !self.is_proc() {
+            return Err(Error::Usage(format!(
+                "--source ioctl reads {PROC_ALLOCINFO} itself, not {}",
+                self.display()
+            )));
+        }
+        self.mode = mode;
+        Ok(self)
+    }
+
+    /// Filters the kernel may apply when the ioctls are used.
+    pub fn kernel_filter(mut self, filter: KernelFilter) -> Self {
+        self.kernel_filter = filter;
+        self
+    }
+
+    fn is_proc(&self) -> bool {
+        self.path == Path::new(PROC_ALLOCINFO)
+    }
+
+    /// The path, with ` (ioctl)` when the last read used the ioctls.
+    pub fn described(&self) -> String {
+        if self.used_ioctl.get() {
+            format!("{} (ioctl)", self.display())
+        } else {
+            self.display()
         }
     }
 
@@ -50,6 +91,33 @@ impl Source {
 
     /// Reads and parses the whole source once, checking each line as it arrives.
     pub fn read(&self) -> Result<Profile> {
+        self.used_ioctl.set(false);
+        if self.mode != SourceMode::Text && self.is_proc() {
+            let file = File::open(&self.path).map_err(|e| self.io_error(e))?;
+            match ioctl::read(&file, &self.kernel_filter) {
+                // auto: a name that may be cut is read in full from the text instead.
+                Ok((_, true)) if self.mode == SourceMode::Auto => {}
+                Ok((p, _)) => {
+                    self.used_ioctl.set(true);
+                    return Ok(p);
+                }
+                Err(e) if self.mode == SourceMode::Ioctl => {
+                    return Err(Error::Refused(match e {
+                        IoctlError::Unsupported => format!(
+                            "{PROC_ALLOCINFO}: this kernel has no allocinfo ioctls (they came \
+                             with Linux 7.3); --source text reads the text"
+                        ),
+                        IoctlError::Unstable => format!(
+                            "{PROC_ALLOCINFO}: modules were loaded or unloaded during each of \
+                             5 walks"
+                        ),
+                        IoctlError::Io(e) => format!("{PROC_ALLOCINFO}: ioctl: {e}"),
+                    }))
+                }
+                // auto: the text always works and has every name in full.
+                Err(_) => {}
+            }
+        }
         let result = if self.is_stdin() {
             read_profile(io::stdin().lock(), MAX_INPUT, self.lenient)
         } else {
@@ -58,15 +126,7 @@ impl Source {
                 .and_then(|f| read_profile(f, MAX_INPUT, self.lenient))
         };
         result.map_err(|e| match e {
-            ReadError::Io(e) => {
-                let proc = self.path == Path::new(PROC_ALLOCINFO);
-                let hint = match e.kind() {
-                    io::ErrorKind::PermissionDenied if proc => " (it is readable by root only)",
-                    io::ErrorKind::NotFound if proc => " (is CONFIG_MEM_ALLOC_PROFILING enabled?)",
-                    _ => "",
-                };
-                Error::io(format!("cannot read {}{hint}", self.display()), e)
-            }
+            ReadError::Io(e) => self.io_error(e),
             ReadError::Parse(source) => Error::Parse {
                 path: self.display(),
                 source,
@@ -77,6 +137,18 @@ impl Source {
                 limit >> 20
             )),
         })
+    }
+}
+
+impl Source {
+    fn io_error(&self, e: io::Error) -> Error {
+        let proc = self.is_proc();
+        let hint = match e.kind() {
+            io::ErrorKind::PermissionDenied if proc => " (it is readable by root only)",
+            io::ErrorKind::NotFound if proc => " (is CONFIG_MEM_ALLOC_PROFILING enabled?)",
+            _ => "",
+        };
+        Error::io(format!("cannot read {}{hint}", self.display()), e)
     }
 }
 

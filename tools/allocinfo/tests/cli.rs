@@ -778,3 +778,21 @@ fn focus_and_exclude() {
         stderr(&o)
     );
 }
+
+#[test]
+fn ioctl_source_is_for_the_live_file_only() {
+    let f = fixture("v1-negative.txt");
+    let o = run(&["--source", "ioctl", "top", "-i", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        format!("allocinfo: --source ioctl reads /proc/allocinfo itself, not {f}\n")
+    );
+    // auto and text read files as text.
+    let want = ok(&["top", "-i", &f]);
+    assert_eq!(ok(&["--source", "auto", "top", "-i", &f]), want);
+    assert_eq!(ok(&["top", "--source", "text", "-i", &f]), want);
+    let json = ok(&["--json", "top", "-i", &f]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
+    assert_eq!(v["source"], f.as_str());
+}
