@@ -143,6 +143,34 @@ build_static() {
 check "static release build ($target)" build_static
 echo "ALLOCINFO_BIN=$static_bin"
 
+# 100,000 rows: top and diff must stay under 0.5 s and 100 MB (issue 20's budget).
+awk 'BEGIN {
+	print "allocinfo - version: 1.0"
+	print "#     <size>  <calls> <tag info>"
+	for (i = 0; i < 100000; i++) {
+		mod = i % 4 ? "" : sprintf(" [mod%d]", i % 50)
+		printf "%12d %8d dir%d/sub%d/file%d.c:%d%s func:fn_%d \n", (i * 7919) % 5000 * 64, (i * 7919) % 5000, i % 40, i % 300, i % 5000, i, mod, i
+	}
+}' >"$work/big-a.txt"
+# B: every third row 4 KiB larger (sizes fit their 12 columns, so the rest of the line stays put).
+awk 'NR > 2 && NR % 3 == 0 { printf "%12d%s\n", $1 + 4096, substr($0, 13); next } { print }' \
+	"$work/big-a.txt" >"$work/big-b.txt"
+within_budget() {
+	local out
+	out=$( { /usr/bin/time -f '%x %e %M' "$static_bin" "$@" >/dev/null; } 2>&1 | tail -n 1)
+	echo "$* on 100,000 rows: $out (exit status, seconds, KiB peak RSS)"
+	awk -v r="$out" 'BEGIN { split(r, v, " "); exit !(v[1] == 0 && v[2] < 0.5 && v[3] < 100 * 1024) }'
+}
+if [ -x /usr/bin/time ]; then
+	check "top within 0.5 s and 100 MB on 100,000 rows" within_budget top -i "$work/big-a.txt"
+	check "diff within 0.5 s and 100 MB on 100,000 rows" \
+		within_budget diff "$work/big-a.txt" "$work/big-b.txt"
+	within_budget top -i "$work/big-a.txt"
+	within_budget diff "$work/big-a.txt" "$work/big-b.txt"
+else
+	echo "SKIP: 100,000-row budget not measured: no /usr/bin/time"
+fi
+
 # The in-VM selftest, run here against fixtures with the static binary; each KTAP line counts.
 if command -v busybox >/dev/null 2>&1; then sh_cmd="busybox sh"; else sh_cmd="sh"; fi
 for f in $valid; do
