@@ -35,7 +35,13 @@ pub struct Cli {
     /// How to read the live /proc/allocinfo: auto uses its ioctls when the kernel has them (module
     /// and --min-size filters then run in the kernel; snapshot always saves the text), else the
     /// text; --json output names the source used ("/proc/allocinfo (ioctl)")
-    #[arg(long = "source", value_enum, global = true, default_value_t = SourceMode::Auto)]
+    #[arg(
+        long = "source",
+        value_enum,
+        value_name = "HOW",
+        global = true,
+        default_value_t = SourceMode::Auto
+    )]
     pub source_mode: SourceMode,
 
     #[command(subcommand)]
@@ -74,7 +80,7 @@ pub enum Command {
     Tree(TreeArgs),
     /// Save the current profile with a timestamp, for a later diff
     Snapshot(SnapshotArgs),
-    /// Show per-site growth between two profiles
+    /// Show per-site change between two profiles, largest either way first
     Diff(DiffArgs),
     /// Sample repeatedly and flag sites whose bytes trend upwards as leak suspects
     ///
