@@ -193,6 +193,15 @@ impl LineParser {
     }
 }
 
+/// A hint for a line that ends in a carriage return: the file went through DOS line ends.
+fn crlf_hint(line: &str) -> &'static str {
+    if line.ends_with('\r') {
+        "; the file has CRLF line ends, which --lenient reads"
+    } else {
+        ""
+    }
+}
+
 fn parse_version(n: usize, line: &str) -> Result<Version, ParseError> {
     let Some(v) = line.strip_prefix(VERSION_PREFIX) else {
         return err(n, format!("expected '{VERSION_PREFIX}1.0' or '2.0'"));
@@ -203,8 +212,9 @@ fn parse_version(n: usize, line: &str) -> Result<Version, ParseError> {
         other => err(
             n,
             format!(
-                "unsupported version {} (this tool reads 1.0 and 2.0)",
-                quote(other)
+                "unsupported version {} (this tool reads 1.0 and 2.0){}",
+                quote(other),
+                crlf_hint(line)
             ),
         ),
     }
@@ -301,7 +311,13 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
         .map_err(|e| format!("calls {}: {e}", quote(calls_tok)))?;
 
     let Some(tag) = rest.strip_suffix(' ') else {
-        return Err("row must end with a space".to_string());
+        return Err(if line.ends_with('\r') {
+            format!("row must end with a space{}", crlf_hint(line))
+        } else {
+            "row must end with a space (--lenient reads copies whose trailing spaces were \
+             stripped)"
+                .to_string()
+        });
     };
     if tag.is_empty() {
         return Err("missing tag info after calls".to_string());

@@ -583,7 +583,7 @@ fn error_messages_escape_and_truncate_what_they_quote() {
         stderr_head(&o),
         format!(
             "allocinfo: {path}: line 1: unsupported version '1.0\\r' (this tool reads 1.0 \
-             and 2.0)\n"
+             and 2.0); the file has CRLF line ends, which --lenient reads\n"
         )
     );
     // A 50,000-byte file name without a line number: the message quotes the start of it.
