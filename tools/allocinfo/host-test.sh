@@ -70,9 +70,12 @@ bin="$CARGO_TARGET_DIR/debug/allocinfo"
 setup_venv() {
 	[ -x "$venv/bin/python" ] || python3 -m venv "$venv" || return 1
 	"$venv/bin/python" -c 'import prometheus_client' 2>/dev/null ||
-		"$venv/bin/python" -m pip install --quiet --disable-pip-version-check prometheus_client
+		"$venv/bin/python" -m pip install --quiet --disable-pip-version-check prometheus_client ||
+		return 1
+	"$venv/bin/python" -c 'import google.protobuf' 2>/dev/null ||
+		"$venv/bin/python" -m pip install --quiet --disable-pip-version-check protobuf
 }
-if check "python venv with prometheus_client" setup_venv; then
+if check "python venv with prometheus_client and protobuf" setup_venv; then
 	"$venv/bin/python" -m pip show prometheus_client 2>/dev/null |
 		awk '/^Version:/ { print "using prometheus_client " $2 }'
 	for f in $valid; do
@@ -90,8 +93,14 @@ if check "python venv with prometheus_client" setup_venv; then
 				"$work/v1-builtin-modules.txt.json"
 	}
 	check "export -o writes a valid textfile-collector file" textfile
+	# pprof's profile.proto decoded with the protobuf library (schema from its field numbers).
+	for f in $valid; do
+		"$bin" export -f pprof -i "$fixtures/$f" >"$work/$f.pb" 2>&1
+		check "protobuf decodes export -f pprof of $f" \
+			"$venv/bin/python" tests/validate_pprof_proto.py "$work/$f.pb" "$work/$f.json"
+	done
 else
-	fail "export validation skipped: no prometheus_client"
+	fail "export validation skipped: no prometheus_client or protobuf"
 fi
 
 # pprof output read by pprof itself (Debian: apt-get install golang-go), compared site by site.
