@@ -228,7 +228,8 @@ pub struct TreeArgs {
 pub struct SnapshotArgs {
     #[command(flatten)]
     pub input: InputArg,
-    /// Write the snapshot here (atomically) instead of to standard output
+    /// Write the snapshot here instead of to standard output (a regular file is replaced
+    /// atomically; a symlink, fifo or device is written through)
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -314,7 +315,8 @@ pub struct ExportArgs {
     /// Exposition format
     #[arg(short = 'f', long, value_enum, default_value_t = ExportFormat::Prometheus)]
     pub format: ExportFormat,
-    /// Write here atomically (e.g. a textfile collector's *.prom) instead of standard output
+    /// Write here (e.g. a textfile collector's *.prom) instead of standard output (a regular
+    /// file is replaced atomically; a symlink, fifo or device is written through)
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Leave out sites holding less than this, to bound the number of series

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-//! `allocinfo diff A B`: per-site growth between two profiles, largest growth first, with totals.
+//! `allocinfo diff A B`: per-site (or per-group) change between two profiles, with totals.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
