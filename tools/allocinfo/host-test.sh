@@ -70,9 +70,12 @@ bin="$CARGO_TARGET_DIR/debug/allocinfo"
 setup_venv() {
 	[ -x "$venv/bin/python" ] || python3 -m venv "$venv" || return 1
 	"$venv/bin/python" -c 'import prometheus_client' 2>/dev/null ||
-		"$venv/bin/python" -m pip install --quiet --disable-pip-version-check prometheus_client
+		"$venv/bin/python" -m pip install --quiet --disable-pip-version-check prometheus_client ||
+		return 1
+	"$venv/bin/python" -c 'import google.protobuf' 2>/dev/null ||
+		"$venv/bin/python" -m pip install --quiet --disable-pip-version-check protobuf
 }
-if check "python venv with prometheus_client" setup_venv; then
+if check "python venv with prometheus_client and protobuf" setup_venv; then
 	"$venv/bin/python" -m pip show prometheus_client 2>/dev/null |
 		awk '/^Version:/ { print "using prometheus_client " $2 }'
 	for f in $valid; do
@@ -90,8 +93,30 @@ if check "python venv with prometheus_client" setup_venv; then
 				"$work/v1-builtin-modules.txt.json"
 	}
 	check "export -o writes a valid textfile-collector file" textfile
+	# pprof's profile.proto decoded with the protobuf library (schema from its field numbers).
+	for f in $valid; do
+		"$bin" export -f pprof -i "$fixtures/$f" >"$work/$f.pb" 2>&1
+		check "protobuf decodes export -f pprof of $f" \
+			"$venv/bin/python" tests/validate_pprof_proto.py "$work/$f.pb" "$work/$f.json"
+	done
 else
-	fail "export validation skipped: no prometheus_client"
+	fail "export validation skipped: no prometheus_client or protobuf"
+fi
+
+# pprof output read by pprof itself (Debian: apt-get install golang-go), compared site by site.
+if command -v go >/dev/null 2>&1; then
+	go version
+	pprof_matches() {
+		local f=$1
+		"$bin" export -f pprof -i "$fixtures/$f" -o "$work/$f.pb" &&
+			HOME="$CACHE_DIR/gohome" go tool pprof -raw "$work/$f.pb" >"$work/$f.raw" &&
+			python3 tests/validate_pprof.py "$work/$f.raw" "$work/$f.json"
+	}
+	for f in $valid; do
+		check "go tool pprof reads export -f pprof of $f" pprof_matches "$f"
+	done
+else
+	echo "SKIP: pprof output not checked: no go tool (apt-get install golang-go)"
 fi
 
 # top -n N picks the same sites as sort -g | tail -n N for every N, ties included.
@@ -127,6 +152,34 @@ build_static() {
 check "static release build ($target)" build_static
 echo "ALLOCINFO_BIN=$static_bin"
 
+# 100,000 rows: top and diff must stay under 0.5 s and 100 MB (issue 20's budget).
+awk 'BEGIN {
+	print "allocinfo - version: 1.0"
+	print "#     <size>  <calls> <tag info>"
+	for (i = 0; i < 100000; i++) {
+		mod = i % 4 ? "" : sprintf(" [mod%d]", i % 50)
+		printf "%12d %8d dir%d/sub%d/file%d.c:%d%s func:fn_%d \n", (i * 7919) % 5000 * 64, (i * 7919) % 5000, i % 40, i % 300, i % 5000, i, mod, i
+	}
+}' >"$work/big-a.txt"
+# B: every third row 4 KiB larger (sizes fit their 12 columns, so the rest of the line stays put).
+awk 'NR > 2 && NR % 3 == 0 { printf "%12d%s\n", $1 + 4096, substr($0, 13); next } { print }' \
+	"$work/big-a.txt" >"$work/big-b.txt"
+within_budget() {
+	local out
+	out=$( { /usr/bin/time -f '%x %e %M' "$static_bin" "$@" >/dev/null; } 2>&1 | tail -n 1)
+	echo "$* on 100,000 rows: $out (exit status, seconds, KiB peak RSS)"
+	awk -v r="$out" 'BEGIN { split(r, v, " "); exit !(v[1] == 0 && v[2] < 0.5 && v[3] < 100 * 1024) }'
+}
+if [ -x /usr/bin/time ]; then
+	check "top within 0.5 s and 100 MB on 100,000 rows" within_budget top -i "$work/big-a.txt"
+	check "diff within 0.5 s and 100 MB on 100,000 rows" \
+		within_budget diff "$work/big-a.txt" "$work/big-b.txt"
+	within_budget top -i "$work/big-a.txt"
+	within_budget diff "$work/big-a.txt" "$work/big-b.txt"
+else
+	echo "SKIP: 100,000-row budget not measured: no /usr/bin/time"
+fi
+
 # The in-VM selftest, run here against fixtures with the static binary; each KTAP line counts.
 if command -v busybox >/dev/null 2>&1; then sh_cmd="busybox sh"; else sh_cmd="sh"; fi
 for f in $valid; do
@@ -138,7 +191,7 @@ for f in $valid; do
 		"not ok "*) fail "selftest on $f: $line" ;;
 		esac
 	done <"$work/ktap"
-	grep -q '^1\.\.7$' "$work/ktap" || fail "selftest on $f: no KTAP plan"
+	grep -q '^1\.\.8$' "$work/ktap" || fail "selftest on $f: no KTAP plan"
 done
 
 echo "$passed passed, $failed failed"

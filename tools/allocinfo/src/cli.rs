@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The command line: global options, one subcommand per report, and argument validation.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use regex::Regex;
 
 use crate::filter::Filter;
 use crate::size::parse_size;
@@ -19,15 +20,55 @@ use crate::size::parse_size;
 )]
 pub struct Cli {
     /// Read this file (raw allocinfo text or a snapshot) instead of /proc/allocinfo
-    #[arg(short = 'i', long = "input", value_name = "FILE", global = true)]
+    #[arg(short = 'i', long = "input", value_name = "FILE")]
     pub input: Option<PathBuf>,
 
     /// Print JSON instead of text
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// Read copies damaged in transit (serial console, mail): CRLF line ends, rows without their
+    /// trailing space, blank lines
+    #[arg(long, global = true)]
+    pub lenient: bool,
+
+    /// How to read the live /proc/allocinfo: auto uses its ioctls when the kernel has them (module
+    /// and --min-size filters then run in the kernel; snapshot always saves the text), else the
+    /// text; --json output names the source used ("/proc/allocinfo (ioctl)")
+    #[arg(
+        long = "source",
+        value_enum,
+        value_name = "HOW",
+        global = true,
+        default_value_t = SourceMode::Auto
+    )]
+    pub source_mode: SourceMode,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// The input named by `-i`, given before the command or after it (after wins).
+    pub fn input(&self) -> Option<&Path> {
+        let after = match &self.command {
+            Command::Top(a) => &a.input,
+            Command::Tree(a) => &a.input,
+            Command::Snapshot(a) => &a.input,
+            Command::Watch(a) => &a.input,
+            Command::Export(a) => &a.input,
+            Command::Diff(_) => &InputArg { input: None },
+        };
+        after.input.as_deref().or(self.input.as_deref())
+    }
+}
+
+/// `-i FILE` after a command. Not global: `diff` takes its two inputs as arguments.
+#[derive(Clone, Debug, Default, Args)]
+pub struct InputArg {
+    /// Read this file (raw allocinfo text or a snapshot) instead of /proc/allocinfo; - for stdin
+    #[arg(short = 'i', long = "input", value_name = "FILE")]
+    pub input: Option<PathBuf>,
 }
 
 /// The reports the tool can produce.
@@ -39,11 +80,17 @@ pub enum Command {
     Tree(TreeArgs),
     /// Save the current profile with a timestamp, for a later diff
     Snapshot(SnapshotArgs),
-    /// Show per-site growth between two profiles
+    /// Show per-site change between two profiles, largest either way first
     Diff(DiffArgs),
-    /// Sample repeatedly and flag sites that grow in every interval as leak suspects
+    /// Sample repeatedly and flag sites whose bytes trend upwards as leak suspects
+    ///
+    /// Each site is judged from the first sample it appears in (so a module loaded during the
+    /// watch counts). A site is a suspect once it has been seen over at least 2 intervals, grew in
+    /// more than half of them, and its net growth is larger than the sum of its drops. Ctrl-C
+    /// (SIGINT) or SIGTERM ends the watch with the verdict so far, exit status 0.
     Watch(WatchArgs),
-    /// Print Prometheus or OpenMetrics text exposition (node_exporter textfile collector)
+    /// Export every site for other tools: Prometheus or OpenMetrics (node_exporter textfile
+    /// collector), CSV, folded stacks (flame graphs) or pprof's profile.proto
     Export(ExportArgs),
 }
 
@@ -54,6 +101,31 @@ pub enum SortKey {
     #[default]
     Size,
     /// Live allocations
+    Calls,
+}
+
+/// How live data is read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum SourceMode {
+    /// The ioctls when the kernel has them and every name fits them, else the text
+    #[default]
+    Auto,
+    /// The ioctls only (an error on kernels without them; a name longer than 63 bytes shows as
+    /// its last 63)
+    Ioctl,
+    /// The text only
+    Text,
+}
+
+/// What `diff` ranks by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum DiffSort {
+    /// Largest byte change either way first (as pprof -diff_base)
+    #[default]
+    Abs,
+    /// Largest byte growth first, largest shrinkage last
+    Size,
+    /// Largest growth in live allocations first
     Calls,
 }
 
@@ -69,6 +141,14 @@ pub struct FilterArgs {
     /// Only sites whose function name contains this text
     #[arg(long, value_name = "TEXT")]
     pub function: Option<String>,
+    /// Only sites whose tag text (`file:line [module] func:name`) matches this regular
+    /// expression (repeatable: any of them), as pprof's --focus
+    #[arg(long, value_name = "REGEX", value_parser = parse_regex)]
+    pub focus: Vec<Regex>,
+    /// Leave out sites whose tag text matches this regular expression (repeatable), as pprof's
+    /// --ignore
+    #[arg(long, value_name = "REGEX", value_parser = parse_regex)]
+    pub exclude: Vec<Regex>,
 }
 
 impl FilterArgs {
@@ -78,6 +158,8 @@ impl FilterArgs {
             module: self.module.clone(),
             file: self.file.clone(),
             function: self.function.clone(),
+            focus: self.focus.clone(),
+            exclude: self.exclude.clone(),
             min_size,
         }
     }
@@ -86,6 +168,8 @@ impl FilterArgs {
 /// Options of `top`.
 #[derive(Clone, Debug, Args)]
 pub struct TopArgs {
+    #[command(flatten)]
+    pub input: InputArg,
     /// Number of rows to show (0 for all)
     #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 10)]
     pub lines: usize,
@@ -115,6 +199,8 @@ pub enum TreeBy {
 /// Options of `tree`.
 #[derive(Clone, Debug, Args)]
 pub struct TreeArgs {
+    #[command(flatten)]
+    pub input: InputArg,
     /// Group by path prefix or by module
     #[arg(long, value_enum, default_value_t = TreeBy::Path)]
     pub by: TreeBy,
@@ -127,6 +213,9 @@ pub struct TreeArgs {
     /// Hide groups holding less than this
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub min_size: Option<i64>,
+    /// Also show groups holding nothing (0 bytes in 0 live allocations), hidden by default
+    #[arg(long)]
+    pub all: bool,
     /// Print plain byte counts instead of IEC sizes
     #[arg(long)]
     pub bytes: bool,
@@ -137,7 +226,10 @@ pub struct TreeArgs {
 /// Options of `snapshot`.
 #[derive(Clone, Debug, Args)]
 pub struct SnapshotArgs {
-    /// Write the snapshot here (atomically) instead of to standard output
+    #[command(flatten)]
+    pub input: InputArg,
+    /// Write the snapshot here instead of to standard output (a regular file is replaced
+    /// atomically; a symlink, fifo or device is written through)
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -154,9 +246,19 @@ pub struct DiffArgs {
     /// Number of sites to list (0 for all)
     #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 20)]
     pub lines: usize,
-    /// Rank by byte growth or by growth in live allocations
-    #[arg(long, value_enum, default_value_t = SortKey::Size)]
-    pub sort: SortKey,
+    /// Rank by the largest byte change either way (abs), by byte growth (size), or by growth in
+    /// live allocations (calls)
+    #[arg(long, value_enum, default_value_t = DiffSort::Abs)]
+    pub sort: DiffSort,
+    /// Sum the changes per module or per path prefix instead of listing sites
+    #[arg(long, value_enum, value_name = "path|module")]
+    pub by: Option<TreeBy>,
+    /// Path components for --by (default 2 by path, 0 by module)
+    #[arg(short = 'd', long, value_name = "N", requires = "by")]
+    pub depth: Option<usize>,
+    /// Hide sites (or groups) whose bytes changed by less than this either way
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub min_delta: Option<i64>,
     /// Also list sites that did not change
     #[arg(long)]
     pub all: bool,
@@ -170,6 +272,8 @@ pub struct DiffArgs {
 /// Options of `watch`.
 #[derive(Clone, Debug, Args)]
 pub struct WatchArgs {
+    #[command(flatten)]
+    pub input: InputArg,
     /// Seconds between samples (fractions allowed)
     #[arg(long, value_name = "SECS", default_value = "5", value_parser = parse_interval)]
     pub interval: f64,
@@ -194,15 +298,25 @@ pub enum ExportFormat {
     Prometheus,
     /// OpenMetrics 1.0 text (with UNIT lines and the # EOF terminator)
     Openmetrics,
+    /// CSV with a header line: file,line,module,function,bytes,calls,calls_wrapped,inaccurate
+    Csv,
+    /// Folded stacks for flame graphs: module;dir;file;function bytes (sites holding > 0 bytes)
+    Folded,
+    /// pprof's profile.proto (uncompressed): one sample per site, values inuse_objects and
+    /// inuse_space, the site as location and function, its module as a label
+    Pprof,
 }
 
 /// Options of `export`.
 #[derive(Clone, Debug, Args)]
 pub struct ExportArgs {
+    #[command(flatten)]
+    pub input: InputArg,
     /// Exposition format
     #[arg(short = 'f', long, value_enum, default_value_t = ExportFormat::Prometheus)]
     pub format: ExportFormat,
-    /// Write here atomically (e.g. a textfile collector's *.prom) instead of standard output
+    /// Write here (e.g. a textfile collector's *.prom) instead of standard output (a regular
+    /// file is replaced atomically; a symlink, fifo or device is written through)
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Leave out sites holding less than this, to bound the number of series
@@ -210,6 +324,10 @@ pub struct ExportArgs {
     pub min_size: Option<i64>,
     #[command(flatten)]
     pub filter: FilterArgs,
+}
+
+fn parse_regex(text: &str) -> Result<Regex, String> {
+    Regex::new(text).map_err(|e| format!("not a regular expression: {e}"))
 }
 
 fn parse_interval(text: &str) -> Result<f64, String> {
@@ -239,7 +357,7 @@ mod tests {
     fn global_options_go_anywhere() {
         let cli = Cli::try_parse_from(["allocinfo", "top", "--json", "-i", "f"]).unwrap();
         assert!(cli.json);
-        assert_eq!(cli.input, Some(PathBuf::from("f")));
+        assert_eq!(cli.input(), Some(Path::new("f")));
         let cli = Cli::try_parse_from(["allocinfo", "--json", "top", "-n", "3"]).unwrap();
         assert!(matches!(
             cli.command,

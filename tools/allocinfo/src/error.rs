@@ -20,6 +20,8 @@ pub enum Error {
     Parse { path: String, source: ParseError },
     /// Arguments that parsed but make no sense together.
     Usage(String),
+    /// An input or output refused for a reason the message states in full.
+    Refused(String),
 }
 
 impl Error {
@@ -35,7 +37,7 @@ impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) => EXIT_USAGE,
-            Error::Io { .. } | Error::Parse { .. } => EXIT_RUNTIME,
+            Error::Io { .. } | Error::Parse { .. } | Error::Refused(_) => EXIT_RUNTIME,
         }
     }
 
@@ -50,7 +52,7 @@ impl fmt::Display for Error {
         match self {
             Error::Io { context, source } => write!(f, "{context}: {source}"),
             Error::Parse { path, source } => write!(f, "{path}: {source}"),
-            Error::Usage(msg) => write!(f, "{msg}"),
+            Error::Usage(msg) | Error::Refused(msg) => write!(f, "{msg}"),
         }
     }
 }
@@ -60,7 +62,7 @@ impl std::error::Error for Error {
         match self {
             Error::Io { source, .. } => Some(source),
             Error::Parse { source, .. } => Some(source),
-            Error::Usage(_) => None,
+            Error::Usage(_) | Error::Refused(_) => None,
         }
     }
 }

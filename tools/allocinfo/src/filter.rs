@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Row selection shared by the commands: by module, file, function and minimum size.
+//! Row selection shared by the commands: by module, file, function, regular expressions on the
+//! tag text, and minimum size.
+
+use regex::Regex;
 
 use crate::profile::{Row, Site};
 
@@ -12,6 +15,10 @@ pub struct Filter {
     pub file: Option<String>,
     /// Substring of the function name.
     pub function: Option<String>,
+    /// When not empty, the tag text must match one of these.
+    pub focus: Vec<Regex>,
+    /// The tag text must match none of these.
+    pub exclude: Vec<Regex>,
     /// Rows with fewer bytes are dropped.
     pub min_size: Option<i64>,
 }
@@ -27,6 +34,16 @@ impl Filter {
                 .function
                 .as_deref()
                 .is_none_or(|f| site.function.contains(f))
+            && self.matches_patterns(site)
+    }
+
+    fn matches_patterns(&self, site: &Site) -> bool {
+        if self.focus.is_empty() && self.exclude.is_empty() {
+            return true;
+        }
+        let text = site.tag_text();
+        (self.focus.is_empty() || self.focus.iter().any(|r| r.is_match(&text)))
+            && !self.exclude.iter().any(|r| r.is_match(&text))
     }
 
     /// Whether `row` passes every test, including the minimum size.
@@ -76,5 +93,30 @@ mod tests {
             ..Filter::default()
         };
         assert!(f.matches(&builtin) && !f.matches(&xfs) && f.matches_site(&xfs.site));
+    }
+
+    #[test]
+    fn focus_and_exclude_on_the_tag_text() -> Result<(), regex::Error> {
+        let slab = row(4096, "mm/slub.c", None, "alloc_slab_page");
+        let xfs = row(10, "fs/xfs/xfs_buf.c", Some("xfs"), "xfs_buf_alloc");
+        let ext4 = row(10, "fs/ext4/super.c", Some("ext4"), "ext4_fill_super");
+        let f = Filter {
+            focus: vec![Regex::new(r"^fs/")?],
+            exclude: vec![Regex::new(r"\[xfs\]")?],
+            ..Filter::default()
+        };
+        assert_eq!(
+            [f.matches(&slab), f.matches(&xfs), f.matches(&ext4)],
+            [false, false, true]
+        );
+        let f = Filter {
+            exclude: vec![Regex::new("func:alloc_")?, Regex::new(":1 ")?],
+            ..Filter::default()
+        };
+        assert_eq!(
+            [f.matches(&slab), f.matches(&xfs), f.matches(&ext4)],
+            [false, false, false]
+        );
+        Ok(())
     }
 }

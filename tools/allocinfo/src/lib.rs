@@ -5,6 +5,8 @@ pub mod cli;
 pub mod cmd;
 pub mod error;
 pub mod filter;
+pub mod format;
+pub mod ioctl;
 pub mod parse;
 pub mod profile;
 pub mod render;
@@ -14,20 +16,39 @@ pub mod timestamp;
 
 use std::io::Write;
 
-use cli::{Cli, Command};
+use cli::{Cli, Command, SourceMode};
 use error::{Error, Result};
+use ioctl::KernelFilter;
 use source::Source;
 
 /// Runs one parsed command line, writing its report to `out`.
 pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
-    let source = Source::new(cli.input.as_deref());
+    let source = Source::new(cli.input()).lenient(cli.lenient);
+    let live = |module: &Option<String>, min_size: Option<i64>| -> Result<Source> {
+        let filter = KernelFilter {
+            module: module.clone(),
+            min_size,
+        };
+        Ok(source.clone().mode(cli.source_mode)?.kernel_filter(filter))
+    };
     match &cli.command {
         Command::Top(args) => {
-            cmd::top::run(&source.read()?, &source.display(), args, cli.json, out)
+            let source = live(&args.filter.module, args.min_size)?;
+            let profile = source.read()?;
+            cmd::top::run(&profile, &source.described(), args, cli.json, out)
         }
-        Command::Tree(args) => cmd::tree::run(&source.read()?, args, cli.json, out),
+        Command::Tree(args) => {
+            let source = live(&args.filter.module, None)?;
+            cmd::tree::run(&source.read()?, args, cli.json, out)
+        }
         Command::Snapshot(args) => {
             let now = timestamp::now_unix_ms();
+            // A snapshot keeps the text exactly as the kernel prints it, unless told otherwise.
+            let mode = match cli.source_mode {
+                SourceMode::Auto => SourceMode::Text,
+                other => other,
+            };
+            let source = source.clone().mode(mode)?;
             let profile = source.read()?;
             let name = source.display();
             let recorded = (name != "<stdin>").then_some(name.as_str());
@@ -39,8 +60,12 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
                     "diff reads the two files given as A and B; --input does not apply".into(),
                 ));
             }
-            let a = Source::new(Some(&args.before));
-            let b = Source::new(Some(&args.after));
+            let a = Source::new(Some(&args.before))
+                .lenient(cli.lenient)
+                .mode(cli.source_mode)?;
+            let b = Source::new(Some(&args.after))
+                .lenient(cli.lenient)
+                .mode(cli.source_mode)?;
             let (pa, pb) = (a.read()?, b.read()?);
             cmd::diff::run(
                 (&pa, &a.display()),
@@ -50,7 +75,22 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
                 out,
             )
         }
-        Command::Watch(args) => cmd::watch::run(&mut || source.read(), args, cli.json, out),
-        Command::Export(args) => cmd::export::run(&source.read()?, args, cli.json, out),
+        Command::Watch(args) => {
+            if source.is_stdin() {
+                return Err(Error::Usage(
+                    "watch reads its input once per sample, and standard input (-i -) can be \
+                     read only once; give a file"
+                        .into(),
+                ));
+            }
+            let source = live(&args.filter.module, None)?;
+            cmd::watch::run(&mut || source.read(), args, cli.json, out)
+        }
+        Command::Export(args) => {
+            let now = timestamp::now_unix_ms();
+            let source = live(&args.filter.module, args.min_size)?;
+            let profile = source.read()?;
+            cmd::export::run(&profile, &source.described(), now, args, cli.json, out)
+        }
     }
 }

@@ -32,6 +32,28 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
+/// Longest quoted piece of input in a message; more is cut, with its length given.
+const QUOTE_MAX: usize = 60;
+
+/// Input quoted for a message: in single quotes, control characters escaped (`\r`, `\u{1b}`) so
+/// that they cannot garble a terminal, cut after [`QUOTE_MAX`] characters.
+pub fn quote(text: &str) -> String {
+    let mut out = String::from("'");
+    for (i, c) in text.chars().enumerate() {
+        if i == QUOTE_MAX {
+            out.push_str(&format!("'... ({} bytes)", text.len()));
+            return out;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
+}
+
 fn err<T>(line: usize, message: impl Into<String>) -> Result<T, ParseError> {
     Err(ParseError {
         line,
@@ -39,60 +61,144 @@ fn err<T>(line: usize, message: impl Into<String>) -> Result<T, ParseError> {
     })
 }
 
+/// Longest line accepted; a kernel row is a few hundred bytes at most.
+pub const MAX_LINE: usize = 64 * 1024;
+
 /// Parses raw bytes, reporting invalid UTF-8 at the line where it occurs.
 pub fn parse_bytes(data: &[u8]) -> Result<Profile, ParseError> {
-    match std::str::from_utf8(data) {
-        Ok(text) => parse(text),
-        Err(e) => {
-            let line = 1 + data[..e.valid_up_to()]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count();
-            err(line, "invalid UTF-8")
+    let body = data.strip_suffix(b"\n").unwrap_or(data);
+    let mut parser = LineParser::default();
+    if !body.is_empty() {
+        for line in body.split(|&b| b == b'\n') {
+            parser.feed_bytes(line)?;
         }
     }
+    parser.finish()
 }
 
 /// Parses a whole /proc/allocinfo file or snapshot file.
 pub fn parse(text: &str) -> Result<Profile, ParseError> {
-    // A missing final newline is tolerated: it loses no data, unlike a malformed row.
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    if body.is_empty() {
-        return err(1, format!("empty input, expected '{VERSION_PREFIX}1.0'"));
-    }
-    let mut lines = body.split('\n').enumerate().map(|(i, l)| (i + 1, l));
-
-    let (mut n, mut line) = next_line(&mut lines, 1)?;
-    let mut snapshot = None;
-    if let Some(rest) = line.strip_prefix(SNAPSHOT_PREFIX) {
-        snapshot = Some(parse_snapshot_meta(n, rest)?);
-        (n, line) = next_line(&mut lines, n + 1)?;
-    }
-    let version = parse_version(n, line)?;
-
-    let (n, line) = next_line(&mut lines, n + 1)?;
-    if line != COLUMNS_HEADER {
-        return err(n, format!("expected column header '{COLUMNS_HEADER}'"));
-    }
-
-    let mut rows = Vec::new();
-    for (n, line) in lines {
-        rows.push(parse_row(line, version).map_err(|message| ParseError { line: n, message })?);
-    }
-    Ok(Profile {
-        version,
-        snapshot,
-        rows,
-    })
+    parse_bytes(text.as_bytes())
 }
 
-fn next_line<'a>(
-    lines: &mut impl Iterator<Item = (usize, &'a str)>,
-    expected: usize,
-) -> Result<(usize, &'a str), ParseError> {
-    match lines.next() {
-        Some(l) => Ok(l),
-        None => err(expected, "unexpected end of input inside the header"),
+/// Where the parser is in the file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Expect {
+    /// A snapshot line or the version line.
+    #[default]
+    First,
+    /// The version line after a snapshot line.
+    Version,
+    Columns,
+    Rows,
+}
+
+/// A parser fed one line at a time, so that input is checked as it is read: a file that is not
+/// allocinfo is refused at its first line, whatever follows it.
+#[derive(Debug, Default)]
+pub struct LineParser {
+    /// Read damaged copies: CRLF line ends, rows whose trailing space was stripped, blank lines.
+    lenient: bool,
+    expect: Expect,
+    /// Lines taken so far; the next one is `lines + 1`.
+    lines: usize,
+    version: Option<Version>,
+    snapshot: Option<SnapshotMeta>,
+    rows: Vec<Row>,
+}
+
+impl LineParser {
+    /// A parser for exact kernel output, or with `lenient` for copies that went through a serial
+    /// console or mail: a `\r` before each line end, stripped trailing spaces and blank lines are
+    /// accepted.
+    pub fn new(lenient: bool) -> Self {
+        LineParser {
+            lenient,
+            ..LineParser::default()
+        }
+    }
+
+    /// Takes one line without its `\n`.
+    pub fn feed_bytes(&mut self, line: &[u8]) -> Result<(), ParseError> {
+        let n = self.lines + 1;
+        if line.len() > MAX_LINE {
+            return err(
+                n,
+                format!("longer than {MAX_LINE} bytes, not an allocinfo row"),
+            );
+        }
+        match std::str::from_utf8(line) {
+            Ok(text) => self.feed(text),
+            Err(_) => err(n, "invalid UTF-8"),
+        }
+    }
+
+    /// Takes one line without its `\n`.
+    pub fn feed(&mut self, line: &str) -> Result<(), ParseError> {
+        self.lines += 1;
+        let n = self.lines;
+        let line = if self.lenient {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if line.trim().is_empty() {
+                return Ok(());
+            }
+            line
+        } else {
+            line
+        };
+        match self.expect {
+            Expect::First if line.starts_with(SNAPSHOT_PREFIX) => {
+                let rest = &line[SNAPSHOT_PREFIX.len()..];
+                self.snapshot = Some(parse_snapshot_meta(n, rest)?);
+                self.expect = Expect::Version;
+            }
+            Expect::First | Expect::Version => {
+                self.version = Some(parse_version(n, line)?);
+                self.expect = Expect::Columns;
+            }
+            Expect::Columns => {
+                if line != COLUMNS_HEADER {
+                    return err(n, format!("expected column header '{COLUMNS_HEADER}'"));
+                }
+                self.expect = Expect::Rows;
+            }
+            Expect::Rows => {
+                let version = self.version.unwrap_or(Version::V1_0);
+                let restored;
+                let line = if self.lenient && !line.ends_with(' ') {
+                    restored = format!("{line} ");
+                    restored.as_str()
+                } else {
+                    line
+                };
+                let row =
+                    parse_row(line, version).map_err(|message| ParseError { line: n, message })?;
+                self.rows.push(row);
+            }
+        }
+        Ok(())
+    }
+
+    /// The profile, once the whole input has been fed.
+    pub fn finish(self) -> Result<Profile, ParseError> {
+        match (self.expect, self.version) {
+            (Expect::Rows, Some(version)) => Ok(Profile {
+                version,
+                snapshot: self.snapshot,
+                rows: self.rows,
+            }),
+            _ if self.lines == 0 => err(1, format!("empty input, expected '{VERSION_PREFIX}1.0'")),
+            _ => err(self.lines + 1, "unexpected end of input inside the header"),
+        }
+    }
+}
+
+/// A hint for a line that ends in a carriage return: the file went through DOS line ends.
+fn crlf_hint(line: &str) -> &'static str {
+    if line.ends_with('\r') {
+        "; the file has CRLF line ends, which --lenient reads"
+    } else {
+        ""
     }
 }
 
@@ -105,7 +211,11 @@ fn parse_version(n: usize, line: &str) -> Result<Version, ParseError> {
         "2.0" => Ok(Version::V2_0),
         other => err(
             n,
-            format!("unsupported version '{other}' (this tool reads 1.0 and 2.0)"),
+            format!(
+                "unsupported version {} (this tool reads 1.0 and 2.0){}",
+                quote(other),
+                crlf_hint(line)
+            ),
         ),
     }
 }
@@ -115,12 +225,20 @@ fn parse_snapshot_meta(n: usize, rest: &str) -> Result<SnapshotMeta, ParseError>
     let mut source = None;
     for token in rest.split(' ') {
         let Some((key, value)) = token.split_once(':') else {
-            return err(n, format!("snapshot field '{token}' is not key:value"));
+            return err(
+                n,
+                format!("snapshot field {} is not key:value", quote(token)),
+            );
         };
         match key {
             "unix_ms" => match value.parse::<i64>() {
                 Ok(v) => unix_ms = Some(v),
-                Err(_) => return err(n, format!("snapshot unix_ms '{value}' is not an integer")),
+                Err(_) => {
+                    return err(
+                        n,
+                        format!("snapshot unix_ms {} is not an integer", quote(value)),
+                    )
+                }
             },
             "source" => source = Some(value.to_string()),
             // `time` repeats unix_ms for people; unknown keys are left for later versions.
@@ -145,15 +263,19 @@ fn split_field<'a>(s: &'a str, width: usize, what: &str) -> Result<(&'a str, &'a
     }
     if digits_end < width {
         return Err(format!(
-            "{what} '{token}' is not right-aligned in {width} columns"
+            "{what} {} is not right-aligned in {width} columns",
+            quote(token)
         ));
     }
     if digits_end > width && pad > 0 {
-        return Err(format!("{what} '{token}' is padded past {width} columns"));
+        return Err(format!(
+            "{what} {} is padded past {width} columns",
+            quote(token)
+        ));
     }
     match s[digits_end..].strip_prefix(' ') {
         Some(rest) => Ok((token, rest)),
-        None => Err(format!("expected a space after {what} '{token}'")),
+        None => Err(format!("expected a space after {what} {}", quote(token))),
     }
 }
 
@@ -161,7 +283,7 @@ fn split_field<'a>(s: &'a str, width: usize, what: &str) -> Result<(&'a str, &'a
 fn check_integer(token: &str, signed: bool, what: &str) -> Result<(), String> {
     let digits = match token.strip_prefix('-') {
         Some(d) if signed => d,
-        Some(_) => return Err(format!("{what} '{token}' must not be negative")),
+        Some(_) => return Err(format!("{what} {} must not be negative", quote(token))),
         None => token,
     };
     let canonical = !digits.is_empty()
@@ -171,7 +293,7 @@ fn check_integer(token: &str, signed: bool, what: &str) -> Result<(), String> {
     if canonical {
         Ok(())
     } else {
-        Err(format!("{what} '{token}' is not a decimal integer"))
+        Err(format!("{what} {} is not a decimal integer", quote(token)))
     }
 }
 
@@ -180,16 +302,22 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
     check_integer(size_tok, true, "size")?;
     let bytes = size_tok
         .parse::<i64>()
-        .map_err(|e| format!("size '{size_tok}': {e}"))?;
+        .map_err(|e| format!("size {}: {e}", quote(size_tok)))?;
 
     let (calls_tok, rest) = split_field(rest, CALLS_WIDTH, "calls")?;
     check_integer(calls_tok, false, "calls")?;
     let calls = calls_tok
         .parse::<u64>()
-        .map_err(|e| format!("calls '{calls_tok}': {e}"))?;
+        .map_err(|e| format!("calls {}: {e}", quote(calls_tok)))?;
 
     let Some(tag) = rest.strip_suffix(' ') else {
-        return Err("row must end with a space".to_string());
+        return Err(if line.ends_with('\r') {
+            format!("row must end with a space{}", crlf_hint(line))
+        } else {
+            "row must end with a space (--lenient reads copies whose trailing spaces were \
+             stripped)"
+                .to_string()
+        });
     };
     if tag.is_empty() {
         return Err("missing tag info after calls".to_string());
@@ -204,15 +332,15 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
 
     let file_line = next()?.unwrap_or_default();
     let Some((file, line_no)) = file_line.rsplit_once(':') else {
-        return Err(format!("expected file:line, found '{file_line}'"));
+        return Err(format!("expected file:line, found {}", quote(file_line)));
     };
     if file.is_empty() {
-        return Err(format!("empty file name in '{file_line}'"));
+        return Err(format!("empty file name in {}", quote(file_line)));
     }
     check_integer(line_no, false, "line number")?;
     let line_no = line_no
         .parse::<u32>()
-        .map_err(|e| format!("line number '{line_no}': {e}"))?;
+        .map_err(|e| format!("line number {}: {e}", quote(line_no)))?;
 
     let mut token = next()?;
     let mut module = None;
@@ -221,7 +349,7 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
             .strip_prefix('[')
             .and_then(|t| t.strip_suffix(']'))
             .filter(|m| !m.is_empty() && !m.contains(['[', ']']))
-            .ok_or_else(|| format!("malformed module '{t}', expected [name]"))?;
+            .ok_or_else(|| format!("malformed module {}, expected [name]", quote(t)))?;
         module = Some(name.to_string());
         token = next()?;
     }
@@ -230,8 +358,8 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
         Some(f) if !f.is_empty() => f.to_string(),
         _ => {
             return Err(format!(
-                "expected func:<name>, found '{}'",
-                token.unwrap_or("end of line")
+                "expected func:<name>, found {}",
+                quote(token.unwrap_or("end of line"))
             ))
         }
     };
@@ -240,13 +368,14 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
     while let Some(t) = next()? {
         if !version.has_fields() {
             return Err(format!(
-                "field '{t}' after func: needs version 2.0 (header says {})",
+                "field {} after func: needs version 2.0 (header says {})",
+                quote(t),
                 version.as_str()
             ));
         }
         let (key, value) = parse_field(t)?;
         if fields.iter().any(|(k, _)| k == key) {
-            return Err(format!("duplicate field '{key}'"));
+            return Err(format!("duplicate field {}", quote(key)));
         }
         fields.push((key.to_string(), value.to_string()));
     }
@@ -266,21 +395,22 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
 
 fn parse_field(t: &str) -> Result<(&str, &str), String> {
     let Some((key, value)) = t.split_once(':') else {
-        return Err(format!("field '{t}' is not key:value"));
+        return Err(format!("field {} is not key:value", quote(t)));
     };
     let key_ok = !key.is_empty()
         && key
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
     if !key_ok {
-        return Err(format!("field '{t}' has a malformed key"));
+        return Err(format!("field {} has a malformed key", quote(t)));
     }
     if value.is_empty() {
-        return Err(format!("field '{t}' has an empty value"));
+        return Err(format!("field {} has an empty value", quote(t)));
     }
     if key == "accurate" && value != "yes" && value != "no" {
         return Err(format!(
-            "accurate:{value} must be accurate:yes or accurate:no"
+            "{} must be accurate:yes or accurate:no",
+            quote(&format!("accurate:{value}"))
         ));
     }
     Ok((key, value))

@@ -68,6 +68,7 @@ pub const BUILTIN_MODULE: &str = "vmlinux";
 pub struct Row {
     /// Signed: 6.12 can underflow after page migration.
     pub bytes: i64,
+    /// As printed (`%llu`); see [`Row::live_calls`] for the count it stands for.
     pub calls: u64,
     pub site: Site,
     /// `key:value` fields after `func:`, in file order (v2.0 only).
@@ -75,6 +76,27 @@ pub struct Row {
 }
 
 impl Row {
+    /// The live allocation count. The kernel keeps it signed but prints it unsigned, so a count
+    /// that went below zero (a free charged to a site its allocation was not) reads as 2^64 - n;
+    /// this gives it back as -n.
+    pub fn live_calls(&self) -> i64 {
+        i64::from_ne_bytes(self.calls.to_ne_bytes())
+    }
+
+    /// Whether the printed count is a wrapped negative one (2^63 or more).
+    pub fn calls_wrapped(&self) -> bool {
+        self.live_calls() < 0
+    }
+
+    /// The live allocations this row adds to a total: wrapped counts are left out.
+    pub fn countable_calls(&self) -> i128 {
+        if self.calls_wrapped() {
+            0
+        } else {
+            i128::from(self.calls)
+        }
+    }
+
     /// False when the kernel marked the counters `accurate:no`.
     pub fn accurate(&self) -> bool {
         self.field("accurate") != Some("no")
@@ -103,9 +125,10 @@ impl Row {
 
 impl Serialize for Row {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(8))?;
+        let mut map = s.serialize_map(Some(9))?;
         map.serialize_entry("bytes", &self.bytes)?;
-        map.serialize_entry("calls", &self.calls)?;
+        map.serialize_entry("calls", &self.live_calls())?;
+        map.serialize_entry("calls_wrapped", &self.calls_wrapped())?;
         map.serialize_entry("file", &self.site.file)?;
         map.serialize_entry("line", &self.site.line)?;
         map.serialize_entry("module", &self.site.module)?;
@@ -144,9 +167,14 @@ impl Profile {
         self.rows.iter().map(|r| i128::from(r.bytes)).sum()
     }
 
-    /// Sum of live allocations over all rows.
-    pub fn total_calls(&self) -> u128 {
-        self.rows.iter().map(|r| u128::from(r.calls)).sum()
+    /// Sum of live allocations over all rows whose count did not wrap.
+    pub fn total_calls(&self) -> i128 {
+        self.rows.iter().map(Row::countable_calls).sum()
+    }
+
+    /// Rows whose call count wrapped below zero.
+    pub fn wrapped_calls(&self) -> usize {
+        self.rows.iter().filter(|r| r.calls_wrapped()).count()
     }
 
     /// Rows summed per site: one tag text can occur more than once (a macro used twice on a line).
@@ -155,7 +183,8 @@ impl Profile {
         for row in &self.rows {
             let t = sites.entry(&row.site).or_default();
             t.bytes += i128::from(row.bytes);
-            t.calls += u128::from(row.calls);
+            t.calls += i128::from(row.live_calls());
+            t.wrapped |= row.calls_wrapped();
             t.inaccurate |= !row.accurate();
         }
         sites
@@ -166,6 +195,9 @@ impl Profile {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SiteTotals {
     pub bytes: i128,
-    pub calls: u128,
+    /// Signed: a wrapped count is negative here.
+    pub calls: i128,
+    /// Some row of the site had a wrapped count.
+    pub wrapped: bool,
     pub inaccurate: bool,
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //! IEC byte sizes: printing them as `1.5 MiB` and reading them from the command line.
 
+use crate::parse::quote;
+
 const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
 
 /// `512 B`, `1.5 MiB`, `-4.0 KiB`: one decimal above 1 KiB.
@@ -39,9 +41,16 @@ pub fn signed(n: i128) -> String {
     }
 }
 
-/// Reads `4096`, `64K`, `1.5MiB`, `2 GiB` (binary multiples; `K` and `KiB` both mean 1024).
+/// Reads `4096`, `64K`, `1.5MiB`, `2 GiB`, `64KB`: always binary multiples, so `K`, `KB` and
+/// `KiB` all mean 1024 (as in /proc/meminfo's `kB`).
 pub fn parse_size(text: &str) -> Result<i64, String> {
     let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!(
+            "size {} is negative; sizes are 0 or more",
+            quote(text)
+        ));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -49,23 +58,26 @@ pub fn parse_size(text: &str) -> Result<i64, String> {
     let unit = unit.trim().to_ascii_lowercase();
     let shift = match unit.as_str() {
         "" | "b" => 0,
-        "k" | "kib" => 10,
-        "m" | "mib" => 20,
-        "g" | "gib" => 30,
-        "t" | "tib" => 40,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
         _ => {
             return Err(format!(
-                "unknown size unit in '{text}' (use K, M, G, T or KiB...)"
+                "unknown size unit in {} (use B, K, M, G or T, optionally followed by B or iB)",
+                quote(text)
             ))
         }
     };
     if num.is_empty() || num.starts_with('.') || num.ends_with('.') {
-        return Err(format!("'{text}' is not a size"));
+        return Err(format!("{} is not a size", quote(text)));
     }
-    let value: f64 = num.parse().map_err(|_| format!("'{text}' is not a size"))?;
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{} is not a size", quote(text)))?;
     let bytes = (value * 2f64.powi(shift)).round();
     if !(0.0..9.0e18).contains(&bytes) {
-        return Err(format!("size '{text}' is out of range"));
+        return Err(format!("size {} is out of range", quote(text)));
     }
     // In range by the check above.
     Ok(bytes as i64)
@@ -97,7 +109,12 @@ mod tests {
         assert_eq!(parse_size("2 GiB"), Ok(2 << 30));
         assert!(parse_size("1.5 furlongs").is_err());
         assert!(parse_size("").is_err());
-        assert!(parse_size("-1").is_err());
+        assert_eq!(parse_size("64KB"), Ok(65536));
+        assert_eq!(parse_size("1 mb"), Ok(1 << 20));
+        assert_eq!(
+            parse_size("-1"),
+            Err("size '-1' is negative; sizes are 0 or more".to_string())
+        );
         assert!(parse_size("1e30").is_err());
     }
 }

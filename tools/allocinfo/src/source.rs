@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Reading a profile from /proc/allocinfo, a file, or standard input.
 
+use std::cell::Cell;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use crate::cli::SourceMode;
 use crate::error::{Error, Result};
-use crate::parse::parse_bytes;
+use crate::ioctl::{self, IoctlError, KernelFilter};
+use crate::parse::{LineParser, ParseError, MAX_LINE};
 use crate::profile::Profile;
 
 /// The kernel's file, read when no `--input` is given.
@@ -16,6 +19,11 @@ pub const PROC_ALLOCINFO: &str = "/proc/allocinfo";
 #[derive(Clone, Debug)]
 pub struct Source {
     path: PathBuf,
+    lenient: bool,
+    mode: SourceMode,
+    kernel_filter: KernelFilter,
+    /// Whether the last read went through the ioctls.
+    used_ioctl: Cell<bool>,
 }
 
 impl Source {
@@ -23,7 +31,48 @@ impl Source {
     pub fn new(input: Option<&Path>) -> Self {
         Source {
             path: input.map_or_else(|| PathBuf::from(PROC_ALLOCINFO), Path::to_path_buf),
+            lenient: false,
+            mode: SourceMode::Text,
+            kernel_filter: KernelFilter::default(),
+            used_ioctl: Cell::new(false),
         }
+    }
+
+    /// How live data is read (`--source`); the ioctls apply to /proc/allocinfo only.
+    pub fn mode(mut self, mode: SourceMode) -> Result<Self> {
+        if mode == SourceMode::Ioctl && !self.is_proc() {
+            return Err(Error::Usage(format!(
+                "--source ioctl reads {PROC_ALLOCINFO} itself, not {}",
+                self.display()
+            )));
+        }
+        self.mode = mode;
+        Ok(self)
+    }
+
+    /// Filters the kernel may apply when the ioctls are used.
+    pub fn kernel_filter(mut self, filter: KernelFilter) -> Self {
+        self.kernel_filter = filter;
+        self
+    }
+
+    fn is_proc(&self) -> bool {
+        self.path == Path::new(PROC_ALLOCINFO)
+    }
+
+    /// The path, with ` (ioctl)` when the last read used the ioctls.
+    pub fn described(&self) -> String {
+        if self.used_ioctl.get() {
+            format!("{} (ioctl)", self.display())
+        } else {
+            self.display()
+        }
+    }
+
+    /// Reads damaged copies too (see [`LineParser::new`]).
+    pub fn lenient(mut self, lenient: bool) -> Self {
+        self.lenient = lenient;
+        self
     }
 
     /// The path as the user would recognise it in messages.
@@ -35,52 +84,123 @@ impl Source {
         }
     }
 
-    fn is_stdin(&self) -> bool {
+    /// Whether this is standard input, which can be read only once.
+    pub fn is_stdin(&self) -> bool {
         self.path.as_os_str() == "-"
     }
 
-    /// Reads and parses the whole source once.
+    /// Reads and parses the whole source once, checking each line as it arrives.
     pub fn read(&self) -> Result<Profile> {
-        let data = if self.is_stdin() {
-            read_all(io::stdin().lock())
-        } else {
-            File::open(&self.path).and_then(read_all)
+        self.used_ioctl.set(false);
+        if self.mode != SourceMode::Text && self.is_proc() {
+            let file = File::open(&self.path).map_err(|e| self.io_error(e))?;
+            match ioctl::read(&file, &self.kernel_filter) {
+                // auto: a name that may be cut is read in full from the text instead.
+                Ok((_, true)) if self.mode == SourceMode::Auto => {}
+                Ok((p, _)) => {
+                    self.used_ioctl.set(true);
+                    return Ok(p);
+                }
+                Err(e) if self.mode == SourceMode::Ioctl => {
+                    return Err(Error::Refused(match e {
+                        IoctlError::Unsupported => format!(
+                            "{PROC_ALLOCINFO}: this kernel has no allocinfo ioctls (they came \
+                             with Linux 7.3); --source text reads the text"
+                        ),
+                        IoctlError::Unstable => format!(
+                            "{PROC_ALLOCINFO}: modules were loaded or unloaded during each of \
+                             5 walks"
+                        ),
+                        IoctlError::Io(e) => format!("{PROC_ALLOCINFO}: ioctl: {e}"),
+                    }))
+                }
+                // auto: the text always works and has every name in full.
+                Err(_) => {}
+            }
         }
-        .map_err(|e| {
-            let proc = self.path == Path::new(PROC_ALLOCINFO);
-            let hint = match e.kind() {
-                io::ErrorKind::PermissionDenied if proc => " (it is readable by root only)",
-                io::ErrorKind::NotFound if proc => " (is CONFIG_MEM_ALLOC_PROFILING enabled?)",
-                _ => "",
-            };
-            Error::io(format!("cannot read {}{hint}", self.display()), e)
-        })?;
-        parse_bytes(&data).map_err(|source| Error::Parse {
-            path: self.display(),
-            source,
+        let result = if self.is_stdin() {
+            read_profile(io::stdin().lock(), MAX_INPUT, self.lenient)
+        } else {
+            File::open(&self.path)
+                .map_err(ReadError::Io)
+                .and_then(|f| read_profile(f, MAX_INPUT, self.lenient))
+        };
+        result.map_err(|e| match e {
+            ReadError::Io(e) => self.io_error(e),
+            ReadError::Parse(source) => Error::Parse {
+                path: self.display(),
+                source,
+            },
+            ReadError::TooLarge(limit) => Error::Refused(format!(
+                "{}: more than {} MiB of input, far more than any allocinfo file",
+                self.display(),
+                limit >> 20
+            )),
         })
     }
 }
 
-/// Reads to the end in large chunks: before Linux 6.17 every read() of /proc/allocinfo restarted
-/// the walk over all tags, so small reads made a full read quadratic.
-fn read_all(mut r: impl Read) -> io::Result<Vec<u8>> {
+impl Source {
+    fn io_error(&self, e: io::Error) -> Error {
+        let proc = self.is_proc();
+        let hint = match e.kind() {
+            io::ErrorKind::PermissionDenied if proc => " (it is readable by root only)",
+            io::ErrorKind::NotFound if proc => " (is CONFIG_MEM_ALLOC_PROFILING enabled?)",
+            _ => "",
+        };
+        Error::io(format!("cannot read {}{hint}", self.display()), e)
+    }
+}
+
+/// Most input read from one source. /proc/allocinfo is a few MiB even with 100,000 sites, so
+/// this only stops input that is not allocinfo at all from filling memory.
+pub const MAX_INPUT: u64 = 64 << 20;
+
+/// Why a profile could not be read.
+#[derive(Debug)]
+pub enum ReadError {
+    Io(io::Error),
+    Parse(ParseError),
+    /// More than this many bytes.
+    TooLarge(u64),
+}
+
+/// Reads and parses line by line, refusing more than `limit` bytes. Reads are large: before
+/// Linux 6.17 every read() of /proc/allocinfo restarted the walk over all tags, so small reads
+/// made a full read quadratic.
+pub fn read_profile(r: impl Read, limit: u64, lenient: bool) -> Result<Profile, ReadError> {
     const CHUNK: usize = 1 << 20;
-    let mut data = Vec::new();
-    let mut len = 0;
+    let mut reader = BufReader::with_capacity(CHUNK, r);
+    let mut parser = LineParser::new(lenient);
+    let mut line = Vec::new();
+    let mut total: u64 = 0;
     loop {
-        if data.len() - len < CHUNK / 2 {
-            data.resize(len + CHUNK, 0);
+        line.clear();
+        // One byte past the longest line, so that an overlong one is seen as such.
+        let max = (MAX_LINE + 2) as u64;
+        let n = match (&mut reader).take(max).read_until(b'\n', &mut line) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ReadError::Io(e)),
+        };
+        if n == 0 {
+            break;
         }
-        match r.read(&mut data[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        total += n as u64;
+        if total > limit {
+            return Err(ReadError::TooLarge(limit));
+        }
+        let ends = line.last() == Some(&b'\n');
+        if ends {
+            line.pop();
+        }
+        parser.feed_bytes(&line).map_err(ReadError::Parse)?;
+        if !ends && line.len() <= MAX_LINE {
+            // The last line, without a final newline.
+            break;
         }
     }
-    data.truncate(len);
-    Ok(data)
+    parser.finish().map_err(ReadError::Parse)
 }
 
 #[cfg(test)]
@@ -88,9 +208,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_past_one_chunk() {
-        let big = vec![b'x'; (1 << 20) * 2 + 7];
-        assert_eq!(read_all(&big[..]).unwrap(), big);
+    fn reads_line_by_line_up_to_the_limit() {
+        let head = "allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n";
+        let row = "        4096        1 mm/slub.c:2450 func:alloc_slab_page \n";
+        // Over two read chunks, and a last line without its newline.
+        let mut text = head.to_string() + &row.repeat(40_000);
+        text.pop();
+        let p = read_profile(text.as_bytes(), MAX_INPUT, false).unwrap();
+        assert_eq!(p.rows.len(), 40_000);
+        let limit = text.len() as u64 - 1;
+        assert!(matches!(
+            read_profile(text.as_bytes(), limit, false),
+            Err(ReadError::TooLarge(l)) if l == limit
+        ));
+        let long = format!("{head}{}\n", "1".repeat(MAX_LINE + 1));
+        match read_profile(long.as_bytes(), MAX_INPUT, false) {
+            Err(ReadError::Parse(e)) => {
+                assert_eq!(
+                    e.to_string(),
+                    "line 3: longer than 65536 bytes, not an allocinfo row"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

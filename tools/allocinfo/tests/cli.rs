@@ -29,6 +29,12 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The first 300 characters of standard error: enough for any message the tool should print, and
+/// a failing assertion does not print megabytes of echoed input.
+fn stderr_head(o: &Output) -> String {
+    stderr(o).chars().take(300).collect()
+}
+
 fn ok(args: &[&str]) -> String {
     let o = run(args);
     assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
@@ -93,12 +99,9 @@ fn top_filters_and_negative_sizes() {
         out.contains("-123456789012345         12  mm/huge_memory.c:3415"),
         "{out}"
     );
-    assert!(out.contains("18446744073709551615"), "{out}");
     let out = ok(&["top", "--module", "virtio_net", "-i", &f]);
     assert!(out.contains("-4.0 KiB"), "{out}");
     assert!(out.contains("at 1 of 8 sites (1 shown)"), "{out}");
-    let out = ok(&["top", "--sort", "calls", "-n", "1", "-i", &f]);
-    assert!(out.contains("mm/khugepaged.c:1075"), "{out}");
     let out = ok(&["top", "--min-size", "1M", "--file", "mm/", "-i", &f]);
     assert!(out.contains("at 2 of 8 sites"), "{out}");
 }
@@ -168,7 +171,7 @@ fn watch_stops_after_count() {
     let out = ok(&["watch", "--interval", "0.01", "--count", "3", "-i", &f]);
     assert_eq!(out.lines().filter(|l| l.starts_with("sample ")).count(), 3);
     assert!(
-        out.contains("leak suspects: none (no site grew in all 2 intervals over "),
+        out.contains("leak suspects: none (no site trending up over 2 intervals, "),
         "{out}"
     );
     let json = ok(&["watch", "--json", "--interval", "0.01", "-c", "2", "-i", &f]);
@@ -316,4 +319,480 @@ fn exit_codes() {
     }
     assert!(ok(&["export", "--help"]).contains("--format"));
     assert!(ok(&["--version"]).starts_with("allocinfo "));
+}
+
+/// Runs `cmd` with `-o target` and checks the file type of `target` afterwards.
+fn output_keeps_file_type(cmd: &str, target: &std::path::Path) -> Output {
+    let t = target.to_string_lossy().into_owned();
+    run(&[cmd, "-o", &t, "-i", &fixture("v1-negative.txt")])
+}
+
+#[test]
+fn output_writes_through_non_regular_files() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = temp_dir("nonregular");
+    let real = dir.join("real.prom");
+    std::fs::write(&real, "old\n").unwrap_or_default();
+    let link = dir.join("link.prom");
+    if let Err(e) = std::os::unix::fs::symlink(&real, &link) {
+        panic!("symlink: {e}");
+    }
+
+    // A symlink stays a symlink, and the file it names gets the data.
+    let o = output_keeps_file_type("export", &link);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let meta = std::fs::symlink_metadata(&link).map(|m| m.file_type().is_symlink());
+    assert_eq!(meta.ok(), Some(true), "symlink replaced");
+    let data = std::fs::read_to_string(&real).unwrap_or_default();
+    assert!(data.starts_with("# HELP allocinfo_bytes "), "{data}");
+
+    // A fifo is written into, not replaced: a reader on the other end gets the snapshot.
+    let fifo = dir.join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let reader_path = fifo.clone();
+    let reader = std::thread::spawn(move || std::fs::read_to_string(reader_path));
+    let o = output_keeps_file_type("snapshot", &fifo);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let got = reader.join().ok().and_then(Result::ok).unwrap_or_default();
+    assert!(
+        got.starts_with("# snapshot time:"),
+        "fifo reader got {got:?}"
+    );
+    let kind = std::fs::symlink_metadata(&fifo).map(|m| m.file_type().is_fifo());
+    assert_eq!(kind.ok(), Some(true), "fifo replaced");
+
+    // A character device (a copy of /dev/null's node) stays a device. Needs root for mknod.
+    let null = dir.join("null");
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout == b"0\n");
+    if root {
+        let made = Command::new("mknod")
+            .arg(&null)
+            .args(["c", "1", "3"])
+            .status();
+        assert!(made.is_ok_and(|s| s.success()), "mknod");
+        let o = output_keeps_file_type("snapshot", &null);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let kind = std::fs::symlink_metadata(&null).map(|m| m.file_type().is_char_device());
+        assert_eq!(kind.ok(), Some(true), "device node replaced");
+    } else {
+        eprintln!("not root: device node case not run");
+    }
+
+    // A directory is refused with a clear error, and nothing is left behind.
+    let o = output_keeps_file_type("export", &dir);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "allocinfo: cannot write {}: it is a directory\n",
+            dir.display()
+        )
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert_eq!(left.len(), 4, "{left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn watch_interrupted_prints_its_verdict() {
+    use std::io::{BufRead, BufReader};
+    let f = fixture("v1-builtin-modules.txt");
+    let child = Command::new(BIN)
+        .args(["watch", "--interval", "0.05", "-i", &f])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        panic!("cannot spawn {BIN}");
+    };
+    let mut lines = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        let mut reader = BufReader::new(out);
+        let mut line = String::new();
+        while lines.len() < 3 && reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+            lines.push(std::mem::take(&mut line));
+        }
+        let killed = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        assert!(killed.is_ok_and(|s| s.success()));
+        while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+            lines.push(std::mem::take(&mut line));
+        }
+    }
+    let status = child.wait().ok();
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{lines:?}");
+    let last = lines.last().cloned().unwrap_or_default();
+    assert!(
+        last.starts_with("leak suspects: none (no site trending up over "),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn watch_refuses_standard_input_up_front() {
+    let o = run(&["watch", "-c", "2", "--interval", "0.01", "-i", "-"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "allocinfo: watch reads its input once per sample, and standard input (-i -) can be \
+         read only once; give a file\n"
+    );
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
+}
+
+#[test]
+fn wrapped_call_counts_are_negative_and_left_out_of_totals() {
+    // mm/khugepaged.c:1075 has 18446744073709551615 live calls: -1 wrapped by %llu.
+    let f = fixture("v1-negative.txt");
+    let out = ok(&["top", "--sort", "calls", "-n", "0", "--bytes", "-i", &f]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[1],
+        "    39182336       9566  mm/memory.c:1122 func:folio_prealloc"
+    );
+    assert_eq!(
+        lines[8],
+        "           0         -1  mm/khugepaged.c:1075 func:alloc_charge_folio (calls wrapped)"
+    );
+    assert_eq!(
+        lines[9],
+        "total: -123456667373433 in 11716 live allocations at 8 sites (8 shown); \
+         1 site with a wrapped (negative) call count left out of the calls total"
+    );
+    let json = ok(&["--json", "top", "-n", "0", "--sort", "calls", "-i", &f]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
+    assert_eq!(v["total_calls"], 11716);
+    assert_eq!(v["wrapped_calls"], 1);
+    assert_eq!(v["rows"][7]["calls"], -1);
+    assert_eq!(v["rows"][7]["calls_wrapped"], true);
+    assert_eq!(v["rows"][0]["calls_wrapped"], false);
+
+    let tree = ok(&["--json", "tree", "-i", &f]);
+    let v: serde_json::Value = serde_json::from_str(&tree).unwrap_or_default();
+    assert_eq!(v["root"]["calls"], 11716);
+
+    let diff = ok(&["--json", "diff", &fixture("v1-builtin-modules.txt"), &f]);
+    let v: serde_json::Value = serde_json::from_str(&diff).unwrap_or_default();
+    assert_eq!(v["totals"]["after_calls"], 11716);
+
+    let prom = ok(&["export", "-i", &f]);
+    assert!(prom.contains(
+        "allocinfo_calls{file=\"mm/khugepaged.c\",line=\"1075\",function=\"alloc_charge_folio\",module=\"\"} -1\n"
+    ), "{prom}");
+}
+
+/// Runs `args` with `chunk` written to its stdin after `head`, again and again until the tool stops
+/// reading or `limit` bytes are written. Returns the output and how much was written.
+fn feed_until_closed(args: &[&str], head: &[u8], chunk: &[u8], limit: usize) -> (Output, usize) {
+    let child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        panic!("cannot spawn {BIN}");
+    };
+    let Some(mut stdin) = child.stdin.take() else {
+        panic!("no stdin");
+    };
+    let (head, chunk) = (head.to_vec(), chunk.to_vec());
+    let writer = std::thread::spawn(move || {
+        let mut written = 0;
+        if stdin.write_all(&head).is_err() {
+            return written;
+        }
+        written += head.len();
+        while written < limit && stdin.write_all(&chunk).is_ok() {
+            written += chunk.len();
+        }
+        written
+    });
+    let out = child.wait_with_output();
+    let written = writer.join().unwrap_or(usize::MAX);
+    match out {
+        Ok(o) => (o, written),
+        Err(e) => panic!("wait: {e}"),
+    }
+}
+
+#[test]
+fn header_is_checked_before_the_rest_is_read() {
+    let zeros = vec![0u8; 1 << 16];
+    let (o, written) = feed_until_closed(&["top", "-i", "-"], b"hello\n", &zeros, 300 << 20);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr_head(&o),
+        "allocinfo: <stdin>: line 1: expected 'allocinfo - version: 1.0' or '2.0'\n"
+    );
+    assert!(written < 16 << 20, "read {written} bytes past a bad header");
+}
+
+#[test]
+fn input_and_lines_are_capped() {
+    let head = b"allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n";
+    // A valid header followed by a line that never ends.
+    let zeros = vec![b'0'; 1 << 16];
+    let (o, written) = feed_until_closed(&["top", "-i", "-"], head, &zeros, 300 << 20);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr_head(&o),
+        "allocinfo: <stdin>: line 3: longer than 65536 bytes, not an allocinfo row\n"
+    );
+    assert!(written < 16 << 20, "read {written} bytes of one line");
+    // Valid rows without end: refused once past the input cap, not read into memory forever.
+    let row = b"        4096        1 mm/slub.c:2450 func:alloc_slab_page \n".repeat(1024);
+    let (o, written) = feed_until_closed(&["top", "-i", "-"], head, &row, 80 << 20);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr_head(&o),
+        "allocinfo: <stdin>: more than 64 MiB of input, far more than any allocinfo file\n"
+    );
+    assert!(written < 72 << 20, "read {written} bytes");
+}
+
+#[test]
+fn random_bytes_are_refused_quickly() {
+    let o = run(&["top", "-i", "/dev/urandom"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("allocinfo: /dev/urandom: line 1: "),
+        "{err}"
+    );
+    assert!(err.len() < 200 && !err.contains('\r'), "{err}");
+}
+
+#[test]
+fn error_messages_escape_and_truncate_what_they_quote() {
+    let dir = temp_dir("escape");
+    let crlf = dir.join("crlf.txt");
+    let text = std::fs::read_to_string(fixture("v1-negative.txt")).unwrap_or_default();
+    let _ = std::fs::write(&crlf, text.replace('\n', "\r\n"));
+    let path = crlf.to_string_lossy().into_owned();
+    let o = run(&["top", "-i", &path]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr_head(&o),
+        format!(
+            "allocinfo: {path}: line 1: unsupported version '1.0\\r' (this tool reads 1.0 \
+             and 2.0); the file has CRLF line ends, which --lenient reads\n"
+        )
+    );
+    // A 50,000-byte file name without a line number: the message quotes the start of it.
+    let long = dir.join("long.txt");
+    let row = format!("        4096        1 {} func:f \n", "a".repeat(50_000));
+    let _ = std::fs::write(
+        &long,
+        format!("allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n{row}"),
+    );
+    let path = long.to_string_lossy().into_owned();
+    let o = run(&["top", "-i", &path]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr_head(&o),
+        format!(
+            "allocinfo: {path}: line 3: expected file:line, found '{}'... (50000 bytes)\n",
+            "a".repeat(60)
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn diff_help_does_not_offer_input() {
+    let help = ok(&["diff", "--help"]);
+    assert!(!help.contains("--input"), "{help}");
+    assert!(ok(&["top", "--help"]).contains("-i, --input <FILE>"));
+    // -i still works before or after the other commands.
+    let f = fixture("v1-negative.txt");
+    assert_eq!(
+        ok(&["-i", &f, "top", "-n", "1"]),
+        ok(&["top", "-n", "1", "-i", &f])
+    );
+}
+
+#[test]
+fn sizes_take_common_spellings_and_say_what_is_wrong() {
+    let f = fixture("v1-builtin-modules.txt");
+    let want = ok(&["top", "-n", "0", "--min-size", "64K", "-i", &f]);
+    for spelling in ["64KB", "64kB", "64 KiB", "65536B", "0.0625MB", "0.0625 mb"] {
+        assert_eq!(
+            ok(&["top", "-n", "0", "--min-size", spelling, "-i", &f]),
+            want,
+            "{spelling}"
+        );
+    }
+    let o = run(&["top", "--min-size=-1", "-i", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with(
+            "error: invalid value '-1' for '--min-size <SIZE>': size '-1' is negative; \
+             sizes are 0 or more\n"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn tree_hides_empty_groups_unless_all() {
+    let f = fixture("vm-6.12.118-rust.txt");
+    let empty = |out: &str| {
+        out.lines()
+            .filter(|l| l.starts_with("         0 B          0 "))
+            .count()
+    };
+    let out = ok(&["tree", "-i", &f]);
+    assert_eq!(empty(&out), 0, "{out}");
+    assert_eq!(
+        out.lines().last(),
+        Some("(79 groups holding nothing are hidden; --all shows them)")
+    );
+    assert_eq!(empty(&ok(&["tree", "--all", "-i", &f])), 79);
+}
+
+#[test]
+fn one_site_is_singular() {
+    let dir = temp_dir("singular");
+    let one = dir.join("one.txt");
+    let _ = std::fs::write(
+        &one,
+        "allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n\
+         \x20       4096        1 mm/slub.c:2450 func:alloc_slab_page \n",
+    );
+    let path = one.to_string_lossy().into_owned();
+    let out = ok(&["top", "-i", &path]);
+    assert_eq!(
+        out.lines().last(),
+        Some("total: 4.0 KiB in 1 live allocation at 1 site (1 shown)")
+    );
+    let out = ok(&["watch", "-c", "1", "--interval", "0.01", "-i", &path]);
+    assert!(out.contains(": 4.0 KiB at 1 site (baseline)\n"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn export_csv_folded_and_pprof() {
+    let f = fixture("v1-negative.txt");
+    let csv = ok(&["export", "-f", "csv", "--module", "ext4", "-i", &f]);
+    assert_eq!(
+        csv,
+        "file,line,module,function,bytes,calls,calls_wrapped,inaccurate\r\n\
+         fs/ext4/inode.c,5021,ext4,__ext4_iget,4096,1,0,0\r\n"
+    );
+    let csv = ok(&["export", "-f", "csv", "--file", "khugepaged", "-i", &f]);
+    assert!(
+        csv.ends_with("\r\nmm/khugepaged.c,1075,,alloc_charge_folio,0,-1,1,0\r\n"),
+        "{csv}"
+    );
+    let folded = ok(&["export", "-f", "folded", "--file", "mm/", "-i", &f]);
+    assert_eq!(
+        folded,
+        "vmlinux;mm;memory.c;folio_prealloc 39182336\nvmlinux;mm;slub.c;alloc_slab_page 84561920\n"
+    );
+    let o = run(&["export", "-f", "pprof", "-i", &f]);
+    assert_eq!(o.status.code(), Some(0));
+    // The first field is sample_type (1, length-delimited): inuse_objects/count.
+    assert_eq!(
+        o.stdout.get(..6),
+        Some(&[0x0a, 0x04, 0x08, 0x01, 0x10, 0x02][..])
+    );
+    let o = run(&["--json", "export", "-f", "csv", "-i", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "allocinfo: --json applies to export -f prometheus and openmetrics only\n"
+    );
+}
+
+#[test]
+fn lenient_reads_damaged_copies() {
+    let dir = temp_dir("lenient");
+    let text = std::fs::read_to_string(fixture("v1-builtin-modules.txt")).unwrap_or_default();
+    let damaged = dir.join("damaged.txt");
+    let mangled: String = text
+        .lines()
+        .map(|l| format!("{}\r\n", l.trim_end_matches(' ')))
+        .collect();
+    let _ = std::fs::write(&damaged, format!("{mangled}\r\n"));
+    let path = damaged.to_string_lossy().into_owned();
+    let o = run(&["top", "-n", "0", "-i", &path]);
+    assert_eq!(o.status.code(), Some(1), "strict by default");
+    let want = ok(&["top", "-n", "0", "-i", &fixture("v1-builtin-modules.txt")]);
+    assert_eq!(ok(&["top", "-n", "0", "--lenient", "-i", &path]), want);
+    let diff = ok(&[
+        "--lenient",
+        "diff",
+        &path,
+        &fixture("v1-builtin-modules.txt"),
+    ]);
+    assert!(
+        diff.ends_with("; 0 grew, 0 shrank, 0 new, 0 gone, 65 same\n"),
+        "{diff}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn focus_and_exclude() {
+    let f = fixture("v1-negative.txt");
+    let out = ok(&[
+        "top",
+        "-n",
+        "0",
+        "--bytes",
+        "--focus",
+        "^mm/",
+        "--exclude",
+        "func:alloc_",
+        "-i",
+        &f,
+    ]);
+    let sites: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split("  ").last())
+        .filter(|s| s.contains(" func:"))
+        .collect();
+    assert_eq!(
+        sites,
+        [
+            "mm/memory.c:1122 func:folio_prealloc",
+            "mm/compaction.c:1835 func:compaction_alloc",
+            "mm/huge_memory.c:3415 func:__split_huge_page",
+        ]
+    );
+    let o = run(&["top", "--exclude", "(", "-i", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not a regular expression"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn ioctl_source_is_for_the_live_file_only() {
+    let f = fixture("v1-negative.txt");
+    let o = run(&["--source", "ioctl", "top", "-i", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        format!("allocinfo: --source ioctl reads /proc/allocinfo itself, not {f}\n")
+    );
+    // auto and text read files as text.
+    let want = ok(&["top", "-i", &f]);
+    assert_eq!(ok(&["--source", "auto", "top", "-i", &f]), want);
+    assert_eq!(ok(&["top", "--source", "text", "-i", &f]), want);
+    let json = ok(&["--json", "top", "-i", &f]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
+    assert_eq!(v["source"], f.as_str());
 }

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
-//! `allocinfo diff A B`: per-site growth between two profiles, largest growth first, with totals.
+//! `allocinfo diff A B`: per-site (or per-group) change between two profiles, with totals.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 use serde::Serialize;
 
-use crate::cli::{DiffArgs, SortKey};
+use crate::cli::{DiffArgs, DiffSort, TreeBy};
+use crate::cmd::tree::{default_depth, site_group_keys};
 use crate::cmd::{output_error, show_delta, show_size, write_json};
 use crate::error::Result;
 use crate::filter::Filter;
@@ -37,9 +38,26 @@ pub struct SiteDelta<'a> {
     pub before_bytes: i128,
     pub after_bytes: i128,
     pub delta_bytes: i128,
-    pub before_calls: u128,
-    pub after_calls: u128,
+    /// Signed: a count that wrapped below zero is negative.
+    pub before_calls: i128,
+    pub after_calls: i128,
     pub delta_calls: i128,
+}
+
+/// One group's (module's or path prefix's) before, after and difference, with `--by`.
+#[derive(Debug, Serialize)]
+pub struct GroupDelta {
+    /// `mm/slub.c`, `ext4`, or with `--by module -d N` the module and prefix: `ext4 fs/ext4/`.
+    pub group: String,
+    pub change: Change,
+    pub before_bytes: i128,
+    pub after_bytes: i128,
+    pub delta_bytes: i128,
+    pub before_calls: i128,
+    pub after_calls: i128,
+    pub delta_calls: i128,
+    /// Sites summed into the group.
+    pub sites: usize,
 }
 
 /// Sums over every site that passed the filters, listed or not.
@@ -48,8 +66,9 @@ pub struct DiffTotals {
     pub before_bytes: i128,
     pub after_bytes: i128,
     pub delta_bytes: i128,
-    pub before_calls: u128,
-    pub after_calls: u128,
+    /// Live allocations, leaving out sites whose count wrapped below zero.
+    pub before_calls: i128,
+    pub after_calls: i128,
     pub delta_calls: i128,
     pub grew: usize,
     pub shrank: usize,
@@ -74,7 +93,11 @@ pub struct DiffReport<'a> {
     /// B's time minus A's when both are snapshots.
     pub interval_ms: Option<i64>,
     pub totals: DiffTotals,
+    /// The sites listed; empty with `--by`.
     pub sites: Vec<SiteDelta<'a>>,
+    /// With `--by`: the groups listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<GroupDelta>>,
 }
 
 fn side(path: &str, p: &Profile) -> SideInfo {
@@ -84,11 +107,6 @@ fn side(path: &str, p: &Profile) -> SideInfo {
         unix_ms,
         time: unix_ms.map(utc_rfc3339),
     }
-}
-
-fn calls_delta(before: u128, after: u128) -> i128 {
-    let to_i = |v: u128| i128::try_from(v).unwrap_or(i128::MAX);
-    to_i(after) - to_i(before)
 }
 
 /// Compares the sites of `a` and `b` that pass `filter`.
@@ -126,8 +144,9 @@ pub fn compare<'a>(
         }
         totals.before_bytes += bx.bytes;
         totals.after_bytes += by.bytes;
-        totals.before_calls += bx.calls;
-        totals.after_calls += by.calls;
+        let countable = |t: &SiteTotals| if t.wrapped { 0 } else { t.calls };
+        totals.before_calls += countable(bx);
+        totals.after_calls += countable(by);
         deltas.push(SiteDelta {
             site,
             change,
@@ -136,15 +155,73 @@ pub fn compare<'a>(
             delta_bytes,
             before_calls: bx.calls,
             after_calls: by.calls,
-            delta_calls: calls_delta(bx.calls, by.calls),
+            delta_calls: by.calls - bx.calls,
         });
     }
     totals.delta_bytes = totals.after_bytes - totals.before_bytes;
-    totals.delta_calls = calls_delta(totals.before_calls, totals.after_calls);
+    totals.delta_calls = totals.after_calls - totals.before_calls;
     (totals, deltas)
 }
 
-/// Builds the report: compares, drops unchanged sites unless `--all`, sorts and truncates.
+/// The order `--sort` asks for, on byte and call deltas; ties are left to the caller.
+fn rank(sort: DiffSort, (xb, xc): (i128, i128), (yb, yc): (i128, i128)) -> std::cmp::Ordering {
+    match sort {
+        DiffSort::Abs => yb
+            .abs()
+            .cmp(&xb.abs())
+            .then(yb.cmp(&xb))
+            .then(yc.abs().cmp(&xc.abs())),
+        DiffSort::Size => yb.cmp(&xb).then(yc.cmp(&xc)),
+        DiffSort::Calls => yc.cmp(&xc).then(yb.cmp(&xb)),
+    }
+}
+
+/// Sums site deltas per group of `--by` (at `depth`).
+fn roll_up(sites: &[SiteDelta<'_>], by: TreeBy, depth: usize) -> Vec<GroupDelta> {
+    let mut groups: BTreeMap<String, (GroupDelta, bool, bool)> = BTreeMap::new();
+    for d in sites {
+        let key = site_group_keys(d.site, by, depth).join(" ");
+        let (g, any_before, any_after) = groups.entry(key.clone()).or_insert_with(|| {
+            let g = GroupDelta {
+                group: key,
+                change: Change::Same,
+                before_bytes: 0,
+                after_bytes: 0,
+                delta_bytes: 0,
+                before_calls: 0,
+                after_calls: 0,
+                delta_calls: 0,
+                sites: 0,
+            };
+            (g, false, false)
+        });
+        g.before_bytes += d.before_bytes;
+        g.after_bytes += d.after_bytes;
+        g.delta_bytes += d.delta_bytes;
+        g.before_calls += d.before_calls;
+        g.after_calls += d.after_calls;
+        g.delta_calls += d.delta_calls;
+        g.sites += 1;
+        *any_before |= d.change != Change::New;
+        *any_after |= d.change != Change::Gone;
+    }
+    groups
+        .into_values()
+        .map(|(mut g, any_before, any_after)| {
+            g.change = match (any_before, any_after) {
+                (false, _) => Change::New,
+                (_, false) => Change::Gone,
+                _ if g.delta_bytes > 0 => Change::Grew,
+                _ if g.delta_bytes < 0 => Change::Shrank,
+                _ => Change::Same,
+            };
+            g
+        })
+        .collect()
+}
+
+/// Builds the report: compares, drops unchanged sites unless `--all` and small changes under
+/// `--min-delta`, rolls up with `--by`, sorts and truncates.
 pub fn diff<'a>(
     a: &'a Profile,
     a_path: &str,
@@ -153,21 +230,40 @@ pub fn diff<'a>(
     args: &DiffArgs,
 ) -> DiffReport<'a> {
     let (totals, mut sites) = compare(a, b, &args.filter.to_filter(None));
+    let big_enough = |delta: i128| args.min_delta.is_none_or(|m| delta.abs() >= i128::from(m));
+    let mut groups = None;
+    if let Some(by) = args.by {
+        let depth = args.depth.unwrap_or(default_depth(by));
+        let mut g = roll_up(&sites, by, depth);
+        sites.clear();
+        if !args.all {
+            g.retain(|d| d.change != Change::Same || d.delta_calls != 0);
+        }
+        g.retain(|d| big_enough(d.delta_bytes));
+        g.sort_by(|x, y| {
+            rank(
+                args.sort,
+                (x.delta_bytes, x.delta_calls),
+                (y.delta_bytes, y.delta_calls),
+            )
+            .then_with(|| x.group.cmp(&y.group))
+        });
+        if args.lines > 0 {
+            g.truncate(args.lines);
+        }
+        groups = Some(g);
+    }
     if !args.all {
         sites.retain(|d| d.change != Change::Same || d.delta_calls != 0);
     }
+    sites.retain(|d| big_enough(d.delta_bytes));
     sites.sort_by(|x, y| {
-        let primary = match args.sort {
-            SortKey::Size => y
-                .delta_bytes
-                .cmp(&x.delta_bytes)
-                .then(y.delta_calls.cmp(&x.delta_calls)),
-            SortKey::Calls => y
-                .delta_calls
-                .cmp(&x.delta_calls)
-                .then(y.delta_bytes.cmp(&x.delta_bytes)),
-        };
-        primary.then_with(|| x.site.cmp(y.site))
+        rank(
+            args.sort,
+            (x.delta_bytes, x.delta_calls),
+            (y.delta_bytes, y.delta_calls),
+        )
+        .then_with(|| x.site.cmp(y.site))
     });
     if args.lines > 0 {
         sites.truncate(args.lines);
@@ -180,6 +276,7 @@ pub fn diff<'a>(
         interval_ms,
         totals,
         sites,
+        groups,
     }
 }
 
@@ -192,11 +289,31 @@ pub fn write_text(r: &DiffReport<'_>, plain: bool, out: &mut dyn Write) -> Resul
             format!(", {:.1} s later", ms as f64 / 1000.0)
         });
         writeln!(out, "after:  {}{}{later}", r.after.path, when(&r.after))?;
+        let what = match &r.groups {
+            Some(_) => "GROUP",
+            None => "SITE",
+        };
         writeln!(
             out,
-            "{:>12} {:>12} {:>12} {:>11}  SITE",
+            "{:>12} {:>12} {:>12} {:>11}  {what}",
             "DELTA", "BEFORE", "AFTER", "DELTA_CALLS"
         )?;
+        for g in r.groups.iter().flatten() {
+            let note = match g.change {
+                Change::New => " (new)",
+                Change::Gone => " (gone)",
+                _ => "",
+            };
+            writeln!(
+                out,
+                "{:>12} {:>12} {:>12} {:>11}  {}{note}",
+                show_delta(g.delta_bytes, plain),
+                show_size(g.before_bytes, plain),
+                show_size(g.after_bytes, plain),
+                signed(g.delta_calls),
+                g.group
+            )?;
+        }
         for d in &r.sites {
             let note = match d.change {
                 Change::New => " (new)",
@@ -287,7 +404,7 @@ mod tests {
             source: None,
         });
         let b = later();
-        let r = diff(&a, "a", &b, "b", &args(&[]));
+        let r = diff(&a, "a", &b, "b", &args(&["--sort", "size"]));
         let order: Vec<_> = r
             .sites
             .iter()
@@ -320,6 +437,100 @@ mod tests {
         );
         assert_eq!(r.sites[0].site.function, "alloc_slab_page");
         assert_eq!(r.totals.new + r.totals.gone, 0);
+    }
+
+    fn order(r: &DiffReport<'_>) -> Vec<(String, i128)> {
+        match &r.groups {
+            Some(g) => g.iter().map(|g| (g.group.clone(), g.delta_bytes)).collect(),
+            None => r
+                .sites
+                .iter()
+                .map(|d| (d.site.function.clone(), d.delta_bytes))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn largest_change_either_way_first_by_default() {
+        let (a, b) = (sample(), later());
+        let r = diff(&a, "a", &b, "b", &args(&[]));
+        let want: Vec<(String, i128)> = [
+            ("alloc_slab_page", 1_048_576),
+            ("ext4_fill_super", -1_048_576),
+            ("__alloc_pages", -131_072),
+            ("ext4_iget", -16_384),
+            ("x_probe", 2048),
+            ("dup_task_struct", 0),
+        ]
+        .iter()
+        .map(|&(f, d)| (f.to_string(), d))
+        .collect();
+        assert_eq!(order(&r), want);
+        let r = diff(&a, "a", &b, "b", &args(&["--min-delta", "16K"]));
+        assert_eq!(order(&r), want[..4].to_vec());
+        // Totals cover every site, listed or not.
+        assert_eq!(r.totals.delta_bytes, b.total_bytes() - a.total_bytes());
+    }
+
+    #[test]
+    fn rolled_up_by_module_and_path() {
+        let (a, b) = (sample(), later());
+        let r = diff(&a, "a", &b, "b", &args(&["--by", "module"]));
+        assert!(r.sites.is_empty());
+        let got = order(&r);
+        assert_eq!(
+            got,
+            [
+                ("ext4".to_string(), -1_064_960),
+                ("vmlinux".to_string(), 1_048_576 - 131_072),
+                ("x".to_string(), 2048),
+            ]
+        );
+        let groups = r.groups.as_deref().unwrap_or_default();
+        assert_eq!(groups[0].change, Change::Gone);
+        assert_eq!(groups[2].change, Change::New);
+        assert_eq!(groups[1].sites, 5);
+        let r = diff(&a, "a", &b, "b", &args(&["--by", "path", "-d", "1"]));
+        assert_eq!(
+            order(&r),
+            [
+                ("fs/".to_string(), -1_064_960),
+                ("mm/".to_string(), 1_048_576 - 131_072),
+                ("drivers/".to_string(), 2048),
+                ("kernel/".to_string(), 0),
+            ]
+        );
+        let r = diff(
+            &a,
+            "a",
+            &b,
+            "b",
+            &args(&["--by", "module", "-d", "1", "--min-delta", "4K"]),
+        );
+        assert_eq!(
+            order(&r),
+            [
+                ("ext4 fs/".to_string(), -1_064_960),
+                ("vmlinux mm/".to_string(), 1_048_576 - 131_072),
+            ]
+        );
+        let text = capture(|out| {
+            run(
+                (&a, "a"),
+                (&b, "b"),
+                &args(&["--by", "module", "-n", "1"]),
+                false,
+                out,
+            )
+        });
+        let lines: Vec<&str> = text.lines().skip(2).take(2).collect();
+        assert_eq!(
+            lines,
+            [
+                "       DELTA       BEFORE        AFTER DELTA_CALLS  GROUP",
+                "    -1.0 MiB      1.0 MiB          0 B         -12  ext4 (gone)",
+            ]
+        );
     }
 
     #[test]

@@ -12,9 +12,10 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::cli::{ExportArgs, ExportFormat};
-use crate::cmd::{output_error, write_atomically};
+use crate::cmd::{output_error, write_output};
 use crate::error::{Error, Result};
-use crate::profile::{Profile, Version};
+use crate::format::{csv, folded, pprof};
+use crate::profile::{Profile, Site, SiteTotals, Version};
 
 /// One exposed series.
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -37,16 +38,24 @@ pub struct Family {
 /// The label names, in the order they are printed.
 const LABELS: [&str; 4] = ["file", "line", "function", "module"];
 
+/// The sites (rows with the same tag text summed) that pass the filters and --min-size.
+pub fn selected_sites<'a>(profile: &'a Profile, args: &ExportArgs) -> Vec<(&'a Site, SiteTotals)> {
+    let filter = args.filter.to_filter(None);
+    profile
+        .by_site()
+        .into_iter()
+        .filter(|(site, t)| {
+            filter.matches_site(site) && args.min_size.is_none_or(|m| t.bytes >= i128::from(m))
+        })
+        .collect()
+}
+
 /// Builds the metric families for the sites of `profile` that pass the filters.
 pub fn families(profile: &Profile, args: &ExportArgs) -> Vec<Family> {
-    let filter = args.filter.to_filter(None);
     let mut bytes = Vec::new();
     let mut calls = Vec::new();
     let mut inaccurate = Vec::new();
-    for (site, t) in profile.by_site() {
-        if !filter.matches_site(site) || args.min_size.is_some_and(|m| t.bytes < i128::from(m)) {
-            continue;
-        }
+    for (site, t) in selected_sites(profile, args) {
         let labels: BTreeMap<&'static str, String> = [
             ("file", site.file.clone()),
             ("line", site.line.to_string()),
@@ -63,7 +72,7 @@ pub fn families(profile: &Profile, args: &ExportArgs) -> Vec<Family> {
         }
         calls.push(Sample {
             labels: labels.clone(),
-            value: i128::try_from(t.calls).unwrap_or(i128::MAX),
+            value: t.calls,
         });
         bytes.push(Sample {
             labels,
@@ -117,7 +126,7 @@ pub fn escape_label(value: &str) -> String {
 fn escape_help(text: &str, format: ExportFormat) -> String {
     match format {
         ExportFormat::Openmetrics => escape_label(text),
-        ExportFormat::Prometheus => text.replace('\\', "\\\\").replace('\n', "\\n"),
+        _ => text.replace('\\', "\\\\").replace('\n', "\\n"),
     }
 }
 
@@ -153,27 +162,52 @@ struct ExportJson<'a> {
     families: &'a [Family],
 }
 
-/// Runs `export`, printing or atomically writing the exposition (or its JSON form).
-pub fn run(profile: &Profile, args: &ExportArgs, json: bool, out: &mut dyn Write) -> Result<()> {
-    let fams = families(profile, args);
-    let text = if json {
-        let doc = ExportJson {
-            format: match args.format {
-                ExportFormat::Prometheus => "prometheus",
-                ExportFormat::Openmetrics => "openmetrics",
-            },
-            families: &fams,
-        };
-        let mut s = serde_json::to_string_pretty(&doc)
-            .map_err(|e| Error::io("writing JSON", std::io::Error::from(e)))?;
-        s.push('\n');
-        s
-    } else {
-        render(&fams, args.format)
+/// Runs `export`, printing or writing to `-o` the exposition (or its JSON form). `now_ms` stamps
+/// a pprof profile read from a live source; a snapshot keeps its own time.
+pub fn run(
+    profile: &Profile,
+    source: &str,
+    now_ms: i64,
+    args: &ExportArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let data = match (args.format, json) {
+        (ExportFormat::Prometheus | ExportFormat::Openmetrics, true) => {
+            let fams = families(profile, args);
+            let doc = ExportJson {
+                format: match args.format {
+                    ExportFormat::Openmetrics => "openmetrics",
+                    _ => "prometheus",
+                },
+                families: &fams,
+            };
+            let mut s = serde_json::to_string_pretty(&doc)
+                .map_err(|e| Error::io("writing JSON", std::io::Error::from(e)))?;
+            s.push('\n');
+            s.into_bytes()
+        }
+        (ExportFormat::Prometheus | ExportFormat::Openmetrics, false) => {
+            render(&families(profile, args), args.format).into_bytes()
+        }
+        (_, true) => {
+            return Err(Error::Usage(
+                "--json applies to export -f prometheus and openmetrics only".into(),
+            ))
+        }
+        (ExportFormat::Csv, false) => csv::render(&selected_sites(profile, args)).into_bytes(),
+        (ExportFormat::Folded, false) => {
+            folded::render(&selected_sites(profile, args)).into_bytes()
+        }
+        (ExportFormat::Pprof, false) => {
+            let unix_ms = profile.snapshot.as_ref().map_or(now_ms, |m| m.unix_ms);
+            let comment = format!("allocinfo {} from {source}", profile.version.as_str());
+            pprof::render(&selected_sites(profile, args), unix_ms, &comment)
+        }
     };
     match &args.output {
-        Some(path) => write_atomically(path, text.as_bytes()),
-        None => out.write_all(text.as_bytes()).map_err(output_error),
+        Some(path) => write_output(path, &data),
+        None => out.write_all(&data).map_err(output_error),
     }
 }
 
@@ -197,7 +231,7 @@ mod tests {
     #[test]
     fn prometheus_text() {
         let p = sample();
-        let text = capture(|out| run(&p, &args(&["--module", "ext4"]), false, out));
+        let text = capture(|out| run(&p, "t", 0, &args(&["--module", "ext4"]), false, out));
         assert_eq!(
             text,
             "# HELP allocinfo_bytes Bytes currently allocated from this call site, from /proc/allocinfo.\n\
@@ -251,7 +285,7 @@ mod tests {
 
     #[test]
     fn json_form() {
-        let json = capture(|out| run(&sample(), &args(&[]), true, out));
+        let json = capture(|out| run(&sample(), "t", 0, &args(&[]), true, out));
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["families"][0]["name"], "allocinfo_bytes");
         assert_eq!(

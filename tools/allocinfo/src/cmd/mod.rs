@@ -29,6 +29,15 @@ pub fn output_error(e: io::Error) -> Error {
     Error::io("writing output", e)
 }
 
+/// `1 site`, `2 sites`: a count with its noun in the right number.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// A byte count as the user asked to see it: IEC by default, plain with `--bytes`.
 pub fn show_size(bytes: i128, plain: bool) -> String {
     if plain {
@@ -47,9 +56,32 @@ pub fn show_delta(bytes: i128, plain: bool) -> String {
     }
 }
 
-/// Replaces `path` with `data` so that readers (a textfile collector, a later diff) never see a
-/// half-written file: write a temporary file beside it, sync, then rename over.
-pub fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
+/// Writes `data` to `--output`. A regular file (or a missing path) is replaced atomically so that
+/// readers (a textfile collector, a later diff) never see a half-written file: a temporary file
+/// beside it, synced, then renamed over. Anything else (a symlink, a fifo, a device such as
+/// /dev/stdout) is written through, since renaming over it would replace it, and the tool runs as
+/// root. A directory is refused.
+pub fn write_output(path: &Path, data: &[u8]) -> Result<()> {
+    let cannot = |e: io::Error| Error::io(format!("cannot write {}", path.display()), e);
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => Err(Error::Refused(format!(
+            "cannot write {}: it is a directory",
+            path.display()
+        ))),
+        Ok(m) if !m.file_type().is_file() => fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(data))
+            .map_err(cannot),
+        Ok(_) => write_atomically(path, data),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => write_atomically(path, data),
+        Err(e) => Err(cannot(e)),
+    }
+}
+
+fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| Error::Usage(format!("output path {} names no file", path.display())))?;
@@ -57,12 +89,16 @@ pub fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
     tmp_name.push(name);
     tmp_name.push(format!(".tmp.{}", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
-    let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
+    // create_new: never follow or reuse whatever already sits at the temporary name.
+    let created = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp);
+    let result = created.and_then(|mut f| {
         f.write_all(data)?;
         f.sync_all()?;
         fs::rename(&tmp, path)
-    })();
+    });
     result.map_err(|e| {
         let _ = fs::remove_file(&tmp);
         Error::io(format!("cannot write {}", path.display()), e)

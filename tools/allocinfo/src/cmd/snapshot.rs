@@ -10,7 +10,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::cli::SnapshotArgs;
-use crate::cmd::{output_error, write_atomically, write_json};
+use crate::cmd::{output_error, write_json, write_output};
 use crate::error::Result;
 use crate::profile::{Profile, Row, SnapshotMeta, Version};
 use crate::render::profile_text;
@@ -39,7 +39,7 @@ struct SnapshotJson<'a> {
     output: Option<String>,
     sites: usize,
     total_bytes: i128,
-    total_calls: u128,
+    total_calls: i128,
     #[serde(skip_serializing_if = "Option::is_none")]
     rows: Option<&'a [Row]>,
 }
@@ -55,7 +55,7 @@ pub fn run(
 ) -> Result<()> {
     let snap = stamp(profile, source, now_ms);
     if let Some(path) = &args.output {
-        write_atomically(path, profile_text(&snap).as_bytes())?;
+        write_output(path, profile_text(&snap).as_bytes())?;
     } else if !json {
         return out
             .write_all(profile_text(&snap).as_bytes())
@@ -92,7 +92,10 @@ mod tests {
 
     #[test]
     fn stdout_snapshot_parses_back() {
-        let args = SnapshotArgs { output: None };
+        let args = SnapshotArgs {
+            input: Default::default(),
+            output: None,
+        };
         let text = capture(|out| run(sample(), Some("/proc/allocinfo"), T, &args, false, out));
         assert_eq!(
             text.lines().next(),
@@ -113,6 +116,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("a.snap");
         let args = SnapshotArgs {
+            input: Default::default(),
             output: Some(path.clone()),
         };
         let json = capture(|out| run(sample(), None, T, &args, true, out));
@@ -127,7 +131,10 @@ mod tests {
 
     #[test]
     fn json_without_file_carries_rows() {
-        let args = SnapshotArgs { output: None };
+        let args = SnapshotArgs {
+            input: Default::default(),
+            output: None,
+        };
         let json = capture(|out| run(sample(), None, T, &args, true, out));
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["rows"].as_array().map(Vec::len), Some(7));

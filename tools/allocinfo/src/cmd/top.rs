@@ -6,7 +6,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::cli::{SortKey, TopArgs};
-use crate::cmd::{output_error, show_size, write_json};
+use crate::cmd::{count, output_error, show_size, write_json};
 use crate::error::Result;
 use crate::profile::{Profile, Row, Version};
 use crate::render::row_line;
@@ -22,7 +22,10 @@ pub struct TopReport<'a> {
     pub matched: usize,
     /// Sums over the matched rows.
     pub total_bytes: i128,
-    pub total_calls: u128,
+    /// Live allocations, leaving out rows whose count wrapped below zero.
+    pub total_calls: i128,
+    /// Matched rows whose call count wrapped, left out of `total_calls`.
+    pub wrapped_calls: usize,
     pub rows: Vec<&'a Row>,
 }
 
@@ -33,7 +36,10 @@ pub fn rank<'a>(rows: impl Iterator<Item = &'a Row>, key: SortKey) -> Vec<&'a Ro
     keyed.sort_by(|(la, a), (lb, b)| {
         let primary = match key {
             SortKey::Size => b.bytes.cmp(&a.bytes),
-            SortKey::Calls => b.calls.cmp(&a.calls).then(b.bytes.cmp(&a.bytes)),
+            SortKey::Calls => b
+                .live_calls()
+                .cmp(&a.live_calls())
+                .then(b.bytes.cmp(&a.bytes)),
         };
         primary.then_with(|| lb.cmp(la))
     });
@@ -46,7 +52,8 @@ pub fn top<'a>(profile: &'a Profile, source: &str, args: &TopArgs) -> TopReport<
     let mut rows = rank(profile.rows.iter().filter(|r| filter.matches(r)), args.sort);
     let matched = rows.len();
     let total_bytes = rows.iter().map(|r| i128::from(r.bytes)).sum();
-    let total_calls = rows.iter().map(|r| u128::from(r.calls)).sum();
+    let total_calls = rows.iter().map(|r| r.countable_calls()).sum();
+    let wrapped_calls = rows.iter().filter(|r| r.calls_wrapped()).count();
     if args.lines > 0 {
         rows.truncate(args.lines);
     }
@@ -57,6 +64,7 @@ pub fn top<'a>(profile: &'a Profile, source: &str, args: &TopArgs) -> TopReport<
         matched,
         total_bytes,
         total_calls,
+        wrapped_calls,
         rows,
     }
 }
@@ -68,23 +76,39 @@ pub fn write_text(report: &TopReport<'_>, plain: bool, out: &mut dyn Write) -> R
         for row in &report.rows {
             writeln!(
                 out,
-                "{:>12} {:>10}  {}",
+                "{:>12} {:>10}  {}{}",
                 show_size(i128::from(row.bytes), plain),
-                row.calls,
-                row.tag_text()
+                row.live_calls(),
+                row.tag_text(),
+                if row.calls_wrapped() {
+                    " (calls wrapped)"
+                } else {
+                    ""
+                }
             )?;
         }
-        let of = if report.matched == report.sites {
-            String::new()
+        let at = if report.matched == report.sites {
+            count(report.matched, "site")
         } else {
-            format!(" of {}", report.sites)
+            format!("{} of {}", report.matched, count(report.sites, "site"))
+        };
+        let allocations = if report.total_calls == 1 {
+            "allocation"
+        } else {
+            "allocations"
+        };
+        let wrapped = match report.wrapped_calls {
+            0 => String::new(),
+            n => format!(
+                "; {} with a wrapped (negative) call count left out of the calls total",
+                count(n, "site")
+            ),
         };
         writeln!(
             out,
-            "total: {} in {} live allocations at {}{of} sites ({} shown)",
+            "total: {} in {} live {allocations} at {at} ({} shown){wrapped}",
             show_size(report.total_bytes, plain),
             report.total_calls,
-            report.matched,
             report.rows.len()
         )
     };

@@ -9,14 +9,15 @@ use serde::Serialize;
 use crate::cli::{SortKey, TreeArgs, TreeBy};
 use crate::cmd::{output_error, show_size, write_json};
 use crate::error::Result;
-use crate::profile::{Profile, Row};
+use crate::profile::{Profile, Row, Site};
 
 /// One group: a path prefix (`mm/`, `mm/slub.c`) or a module, with its sub-groups.
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
 pub struct Node {
     pub name: String,
     pub bytes: i128,
-    pub calls: u128,
+    /// Live allocations, leaving out rows whose count wrapped below zero.
+    pub calls: i128,
     /// Rows summed into this group.
     pub sites: usize,
     pub children: Vec<Node>,
@@ -27,13 +28,15 @@ pub struct Node {
 pub struct TreeReport {
     pub by: &'static str,
     pub depth: usize,
+    /// Groups left out for holding nothing (0 bytes in 0 live allocations); none with --all.
+    pub hidden_empty: usize,
     pub root: Node,
 }
 
 #[derive(Default)]
 struct Group {
     bytes: i128,
-    calls: u128,
+    calls: i128,
     sites: usize,
     children: BTreeMap<String, Group>,
 }
@@ -41,17 +44,28 @@ struct Group {
 impl Group {
     fn add(&mut self, row: &Row) {
         self.bytes += i128::from(row.bytes);
-        self.calls += u128::from(row.calls);
+        self.calls += row.countable_calls();
         self.sites += 1;
     }
 
-    fn into_node(self, name: String, sort: SortKey, min_size: Option<i64>) -> Node {
-        let mut children: Vec<Node> = self
-            .children
-            .into_iter()
-            .filter(|(_, g)| min_size.is_none_or(|m| g.bytes >= i128::from(m)))
-            .map(|(n, g)| g.into_node(n, sort, min_size))
-            .collect();
+    fn is_empty(&self) -> bool {
+        self.bytes == 0 && self.calls == 0
+    }
+
+    /// The node for this group; `hidden` counts the empty groups left out when `!all`.
+    fn into_node(self, name: String, shape: &Shape, hidden: &mut usize) -> Node {
+        let (sort, min_size) = (shape.sort, shape.min_size);
+        let mut children = Vec::new();
+        for (n, g) in self.children {
+            if min_size.is_some_and(|m| g.bytes < i128::from(m)) {
+                continue;
+            }
+            if !shape.all && g.is_empty() {
+                *hidden += 1 + g.count_groups();
+                continue;
+            }
+            children.push(g.into_node(n, shape, hidden));
+        }
         children.sort_by(|a, b| {
             let primary = match sort {
                 SortKey::Size => b.bytes.cmp(&a.bytes),
@@ -69,13 +83,41 @@ impl Group {
     }
 }
 
+impl Group {
+    /// Groups below this one.
+    fn count_groups(&self) -> usize {
+        self.children.values().map(|g| 1 + g.count_groups()).sum()
+    }
+}
+
+/// How the groups are pruned and ordered.
+struct Shape {
+    sort: SortKey,
+    min_size: Option<i64>,
+    all: bool,
+}
+
 /// The group names a row falls into, outermost first.
 fn group_keys(row: &Row, by: TreeBy, depth: usize) -> Vec<String> {
+    site_group_keys(&row.site, by, depth)
+}
+
+/// The depth `--depth` means when it is not given.
+pub fn default_depth(by: TreeBy) -> usize {
+    match by {
+        TreeBy::Path => 2,
+        TreeBy::Module => 0,
+    }
+}
+
+/// The group names a site falls into, outermost first: its module with `--by module`, then its
+/// path prefixes (`mm/`, `mm/slub.c`) down to `depth` components.
+pub fn site_group_keys(site: &Site, by: TreeBy, depth: usize) -> Vec<String> {
     let mut keys = Vec::with_capacity(depth + 1);
     if by == TreeBy::Module {
-        keys.push(row.site.module_or_vmlinux().to_string());
+        keys.push(site.module_or_vmlinux().to_string());
     }
-    let parts: Vec<&str> = row.site.file.split('/').collect();
+    let parts: Vec<&str> = site.file.split('/').collect();
     for k in 1..=depth.min(parts.len()) {
         let mut prefix = parts[..k].join("/");
         if k < parts.len() {
@@ -88,10 +130,7 @@ fn group_keys(row: &Row, by: TreeBy, depth: usize) -> Vec<String> {
 
 /// Builds the report for `args` over `profile`.
 pub fn tree(profile: &Profile, args: &TreeArgs) -> TreeReport {
-    let depth = args.depth.unwrap_or(match args.by {
-        TreeBy::Path => 2,
-        TreeBy::Module => 0,
-    });
+    let depth = args.depth.unwrap_or(default_depth(args.by));
     let filter = args.filter.to_filter(None);
     let mut root = Group::default();
     for row in profile.rows.iter().filter(|r| filter.matches_site(&r.site)) {
@@ -102,13 +141,21 @@ pub fn tree(profile: &Profile, args: &TreeArgs) -> TreeReport {
             group.add(row);
         }
     }
+    let shape = Shape {
+        sort: args.sort,
+        min_size: args.min_size,
+        all: args.all,
+    };
+    let mut hidden_empty = 0;
+    let root = root.into_node("(all)".to_string(), &shape, &mut hidden_empty);
     TreeReport {
         by: match args.by {
             TreeBy::Path => "path",
             TreeBy::Module => "module",
         },
         depth,
-        root: root.into_node("(all)".to_string(), args.sort, args.min_size),
+        hidden_empty,
+        root,
     }
 }
 
@@ -146,6 +193,14 @@ pub fn run(profile: &Profile, args: &TreeArgs, json: bool, out: &mut dyn Write) 
         "SIZE", "CALLS", "SITES"
     )
     .and_then(|()| write_node(&report.root, 0, args.bytes, out))
+    .and_then(|()| match report.hidden_empty {
+        0 => Ok(()),
+        1 => writeln!(out, "(1 group holding nothing is hidden; --all shows it)"),
+        n => writeln!(
+            out,
+            "({n} groups holding nothing are hidden; --all shows them)"
+        ),
+    })
     .map_err(output_error)
 }
 
@@ -174,7 +229,12 @@ mod tests {
         let r = tree(&sample(), &args(&[]));
         assert_eq!(r.depth, 2);
         assert_eq!(r.root.sites, 7);
-        assert_eq!(names(&r.root), ["mm/", "fs/", "kernel/", "lib/"]);
+        // lib/idr.c holds nothing: hidden with its directory unless --all.
+        assert_eq!(names(&r.root), ["mm/", "fs/", "kernel/"]);
+        assert_eq!(r.hidden_empty, 2);
+        let all = tree(&sample(), &args(&["--all"]));
+        assert_eq!(names(&all.root), ["mm/", "fs/", "kernel/", "lib/"]);
+        assert_eq!(all.hidden_empty, 0);
         let mm = &r.root.children[0];
         assert_eq!(mm.bytes, 4_194_304 + 262_144 - 8192);
         assert_eq!(names(mm), ["mm/slub.c", "mm/page_alloc.c", "mm/migrate.c"]);
@@ -195,7 +255,7 @@ mod tests {
             &sample(),
             &args(&["--by", "module", "-d", "1", "--sort", "calls"]),
         );
-        assert_eq!(names(&r.root.children[0]), ["mm/", "kernel/", "lib/"]);
+        assert_eq!(names(&r.root.children[0]), ["mm/", "kernel/"]);
     }
 
     #[test]

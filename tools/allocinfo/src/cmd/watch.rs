@@ -1,24 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
-//! `allocinfo watch`: samples at an interval and flags sites that grew in every interval.
+//! `allocinfo watch`: samples at an interval and flags sites whose bytes trend upwards.
 //!
-//! A site is a leak suspect when its bytes rose strictly between every pair of consecutive samples
-//! since the watch began; one rise proves nothing, so at least [`MIN_INTERVALS`] are needed.
+//! Each site is followed from the first sample it appears in (a module loaded after the watch
+//! began is judged from its load on). A site is a leak suspect when, over at least
+//! [`MIN_INTERVALS`] intervals of its own, its bytes rose in more than half of them and its net
+//! growth is larger than everything it gave back in the intervals where it shrank: one quiet or
+//! falling interval does not clear a leak, and a site that swings up and down does not look like
+//! one.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::cli::WatchArgs;
-use crate::cmd::{output_error, show_delta, show_size};
+use crate::cmd::{count, output_error, show_delta, show_size};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::profile::{Profile, Site, SiteTotals};
 use crate::timestamp::utc_rfc3339;
 
-/// Fewest intervals (samples minus one) before any site is called a suspect.
+/// Fewest intervals a site must have been seen over before it is called a suspect.
 pub const MIN_INTERVALS: usize = 2;
 
 /// One site's growth over the last interval.
@@ -45,16 +50,21 @@ pub struct SampleReport {
     pub delta_bytes: Option<i128>,
     /// Sites whose bytes rose since the previous sample.
     pub grew: usize,
-    /// Sites that rose in every interval so far (only once there are enough intervals).
+    /// Sites that are leak suspects as of this sample.
     pub suspects: usize,
     pub top: Vec<Growth>,
 }
 
-/// A site that grew in every interval.
+/// A site whose bytes trend upwards.
 #[derive(Debug, Serialize, PartialEq)]
 pub struct Suspect {
     #[serde(flatten)]
     pub site: Site,
+    /// The 1-based sample the site was first seen in.
+    pub first_sample: usize,
+    /// Intervals the site was seen over, and how many of them it grew in.
+    pub intervals: usize,
+    pub grew_in: usize,
     pub first_bytes: i128,
     pub last_bytes: i128,
     pub growth_bytes: i128,
@@ -71,19 +81,43 @@ pub struct WatchSummary {
     pub duration_ms: i64,
     /// False when there were too few intervals to judge.
     pub judged: bool,
+    /// True when the watch was stopped by SIGINT or SIGTERM rather than by --count.
+    pub interrupted: bool,
     pub suspects: Vec<Suspect>,
 }
 
 type SiteMap = BTreeMap<Site, SiteTotals>;
 
+/// One site's history since the first sample it appeared in.
+#[derive(Clone, Debug)]
+struct Trend {
+    first_sample: usize,
+    first_ms: i64,
+    first_bytes: i128,
+    last_ms: i64,
+    last_bytes: i128,
+    intervals: usize,
+    rises: usize,
+    /// Sum of the drops over the intervals where the site shrank.
+    given_back: i128,
+}
+
+impl Trend {
+    fn is_suspect(&self) -> bool {
+        self.intervals >= MIN_INTERVALS
+            && 2 * self.rises > self.intervals
+            && self.last_bytes - self.first_bytes > self.given_back
+    }
+}
+
 /// Follows per-site counters across samples.
 pub struct LeakTracker {
     filter: Filter,
     top_n: usize,
-    first: Option<(i64, SiteMap)>,
+    first_ms: Option<i64>,
     last: Option<(i64, SiteMap)>,
-    /// Sites that rose in every interval so far.
-    rising: BTreeSet<Site>,
+    /// Sites present in the latest sample, with their history.
+    trends: BTreeMap<Site, Trend>,
     samples: usize,
 }
 
@@ -93,9 +127,9 @@ impl LeakTracker {
         LeakTracker {
             filter,
             top_n,
-            first: None,
+            first_ms: None,
             last: None,
-            rising: BTreeSet::new(),
+            trends: BTreeMap::new(),
             samples: 0,
         }
     }
@@ -113,32 +147,49 @@ impl LeakTracker {
             .map(|(s, t)| (s.clone(), t))
             .collect();
         self.samples += 1;
+        let sample = self.samples;
         let total_bytes = current.values().map(|t| t.bytes).sum();
         let mut top = Vec::new();
         let mut delta_bytes = None;
-        match &self.last {
-            None => self.rising = current.keys().cloned().collect(),
-            Some((_, prev)) => {
-                let prev_total: i128 = prev.values().map(|t| t.bytes).sum();
-                delta_bytes = Some(total_bytes - prev_total);
-                for (site, now) in &current {
-                    let before = prev.get(site).map_or(0, |t| t.bytes);
-                    if now.bytes > before {
-                        top.push(Growth {
-                            site: site.clone(),
-                            bytes: now.bytes,
-                            delta_bytes: now.bytes - before,
-                        });
-                    }
+        if let Some((_, prev)) = &self.last {
+            let prev_total: i128 = prev.values().map(|t| t.bytes).sum();
+            delta_bytes = Some(total_bytes - prev_total);
+            for (site, now) in &current {
+                let before = prev.get(site).map_or(0, |t| t.bytes);
+                if now.bytes > before {
+                    top.push(Growth {
+                        site: site.clone(),
+                        bytes: now.bytes,
+                        delta_bytes: now.bytes - before,
+                    });
                 }
-                self.rising.retain(|s| {
-                    let grew = current
-                        .get(s)
-                        .zip(prev.get(s))
-                        .is_some_and(|(now, before)| now.bytes > before.bytes);
-                    grew
-                });
             }
+        }
+        // A site that left (its module was unloaded) starts afresh if it comes back.
+        self.trends.retain(|s, _| current.contains_key(s));
+        for (site, now) in &current {
+            let t = self.trends.entry(site.clone()).or_insert(Trend {
+                first_sample: sample,
+                first_ms: unix_ms,
+                first_bytes: now.bytes,
+                last_ms: unix_ms,
+                last_bytes: now.bytes,
+                intervals: 0,
+                rises: 0,
+                given_back: 0,
+            });
+            if t.first_sample == sample {
+                continue;
+            }
+            let step = now.bytes - t.last_bytes;
+            t.intervals += 1;
+            if step > 0 {
+                t.rises += 1;
+            } else {
+                t.given_back -= step;
+            }
+            t.last_bytes = now.bytes;
+            t.last_ms = unix_ms;
         }
         let grew = top.len();
         top.sort_by(|a, b| {
@@ -149,7 +200,7 @@ impl LeakTracker {
         top.truncate(self.top_n);
         let report = SampleReport {
             kind: "sample",
-            sample: self.samples,
+            sample,
             count,
             unix_ms,
             time: utc_rfc3339(unix_ms),
@@ -157,44 +208,40 @@ impl LeakTracker {
             total_bytes,
             delta_bytes,
             grew,
-            suspects: if self.intervals() >= MIN_INTERVALS {
-                self.rising.len()
-            } else {
-                0
-            },
+            suspects: self.trends.values().filter(|t| t.is_suspect()).count(),
             top,
         };
-        if self.first.is_none() {
-            self.first = Some((unix_ms, current.clone()));
-        }
+        self.first_ms.get_or_insert(unix_ms);
         self.last = Some((unix_ms, current));
         report
     }
 
     /// The suspects so far, largest growth first.
-    pub fn summary(&self) -> WatchSummary {
+    pub fn summary(&self, interrupted: bool) -> WatchSummary {
         let judged = self.intervals() >= MIN_INTERVALS;
-        let mut suspects = Vec::new();
-        let mut duration_ms = 0;
-        if let (Some((t0, first)), Some((t1, last))) = (&self.first, &self.last) {
-            duration_ms = t1 - t0;
-            if judged {
-                for site in &self.rising {
-                    let (Some(a), Some(b)) = (first.get(site), last.get(site)) else {
-                        continue;
-                    };
-                    let growth = b.bytes - a.bytes;
-                    suspects.push(Suspect {
-                        site: site.clone(),
-                        first_bytes: a.bytes,
-                        last_bytes: b.bytes,
-                        growth_bytes: growth,
-                        bytes_per_second: (duration_ms > 0)
-                            .then(|| growth as f64 * 1000.0 / duration_ms as f64),
-                    });
+        let duration_ms = match (self.first_ms, &self.last) {
+            (Some(t0), Some((t1, _))) => t1 - t0,
+            _ => 0,
+        };
+        let mut suspects: Vec<Suspect> = self
+            .trends
+            .iter()
+            .filter(|(_, t)| t.is_suspect())
+            .map(|(site, t)| {
+                let growth = t.last_bytes - t.first_bytes;
+                let ms = t.last_ms - t.first_ms;
+                Suspect {
+                    site: site.clone(),
+                    first_sample: t.first_sample,
+                    intervals: t.intervals,
+                    grew_in: t.rises,
+                    first_bytes: t.first_bytes,
+                    last_bytes: t.last_bytes,
+                    growth_bytes: growth,
+                    bytes_per_second: (ms > 0).then(|| growth as f64 * 1000.0 / ms as f64),
                 }
-            }
-        }
+            })
+            .collect();
         suspects.sort_by(|a, b| {
             b.growth_bytes
                 .cmp(&a.growth_bytes)
@@ -206,6 +253,7 @@ impl LeakTracker {
             intervals: self.intervals(),
             duration_ms,
             judged,
+            interrupted,
             suspects,
         }
     }
@@ -215,17 +263,17 @@ fn write_sample(r: &SampleReport, plain: bool, out: &mut dyn Write) -> std::io::
     let of = r.count.map_or(String::new(), |c| format!("/{c}"));
     write!(
         out,
-        "sample {}{of} {}: {} at {} sites",
+        "sample {}{of} {}: {} at {}",
         r.sample,
         r.time,
         show_size(r.total_bytes, plain),
-        r.sites
+        count(r.sites, "site")
     )?;
     match r.delta_bytes {
         None => writeln!(out, " (baseline)")?,
         Some(d) => writeln!(
             out,
-            " ({}), {} grew, {} grew in every interval",
+            " ({}), {} grew, {} trending up",
             show_delta(d, plain),
             r.grew,
             r.suspects
@@ -255,14 +303,15 @@ fn write_summary(s: &WatchSummary, plain: bool, out: &mut dyn Write) -> std::io:
     if s.suspects.is_empty() {
         return writeln!(
             out,
-            "leak suspects: none (no site grew in all {} intervals over {secs:.1} s)",
+            "leak suspects: none (no site trending up over {} intervals, {secs:.1} s)",
             s.intervals
         );
     }
     writeln!(
         out,
-        "leak suspects: {} sites grew in all {} intervals over {secs:.1} s",
-        s.suspects.len(),
+        "leak suspects: {} trending up over {} intervals, {secs:.1} s \
+         (grew in most intervals seen, net growth above what was given back)",
+        count(s.suspects.len(), "site"),
         s.intervals
     )?;
     for x in &s.suspects {
@@ -270,9 +319,14 @@ fn write_summary(s: &WatchSummary, plain: bool, out: &mut dyn Write) -> std::io:
             // Rates are shown with the same units as sizes; sub-byte precision is noise.
             format!("{}/s", show_delta(r.round() as i128, plain))
         });
+        let since = if x.first_sample > 1 {
+            format!(" (from sample {})", x.first_sample)
+        } else {
+            String::new()
+        };
         writeln!(
             out,
-            "  {:>12} {:>14}  {}",
+            "  {:>12} {:>14}  {}{since}",
             show_delta(x.growth_bytes, plain),
             rate,
             x.site.tag_text()
@@ -288,19 +342,24 @@ fn write_line(out: &mut dyn Write, value: &impl Serialize) -> Result<()> {
 }
 
 /// The watch loop with its inputs injected: `sample` reads a profile, `clock` gives wall time in
-/// ms, `pace(k)` waits until sample `k` (0-based) is due.
+/// ms, `pace(k)` waits until sample `k` (0-based) is due and returns false if the watch was
+/// interrupted meanwhile, which ends it with the verdict so far.
 pub fn watch(
     sample: &mut dyn FnMut() -> Result<Profile>,
     clock: &mut dyn FnMut() -> i64,
-    pace: &mut dyn FnMut(u64),
+    pace: &mut dyn FnMut(u64) -> bool,
     args: &WatchArgs,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
     let mut tracker = LeakTracker::new(args.filter.to_filter(None), args.lines);
     let mut k = 0u64;
+    let mut interrupted = false;
     while args.count.is_none_or(|c| k < c) {
-        pace(k);
+        if !pace(k) {
+            interrupted = true;
+            break;
+        }
         let profile = sample()?;
         let report = tracker.observe(&profile, clock(), args.count);
         if json {
@@ -312,11 +371,31 @@ pub fn watch(
         out.flush().map_err(output_error)?;
         k += 1;
     }
-    let summary = tracker.summary();
+    let summary = tracker.summary(interrupted);
     if json {
         write_line(out, &summary)
     } else {
         write_summary(&summary, args.bytes, out).map_err(output_error)
+    }
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn note_interrupt(_signal: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+/// Makes SIGINT (Ctrl-C) and SIGTERM end the watch with its verdict instead of killing it.
+fn catch_interrupts() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: `sigaction` is zeroed plain data that is then filled in; the handler only
+        // stores to an atomic, which is async-signal-safe.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = note_interrupt as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
     }
 }
 
@@ -330,11 +409,17 @@ pub fn run(
     let start = Instant::now();
     let interval = Duration::from_secs_f64(args.interval);
     // Sample k is due at start + k * interval, so slow reads do not make the schedule drift.
+    catch_interrupts();
     let mut pace = |k: u64| {
         let due = interval.saturating_mul(u32::try_from(k).unwrap_or(u32::MAX));
-        if let Some(wait) = due.checked_sub(start.elapsed()) {
-            thread::sleep(wait);
+        // Short naps, so that an interrupt is seen within a tenth of a second.
+        while let Some(wait) = due.checked_sub(start.elapsed()).filter(|w| !w.is_zero()) {
+            if INTERRUPTED.load(Ordering::Relaxed) {
+                break;
+            }
+            thread::sleep(wait.min(Duration::from_millis(100)));
         }
+        !INTERRUPTED.load(Ordering::Relaxed)
     };
     watch(
         sample,
@@ -394,7 +479,10 @@ mod tests {
             watch(
                 &mut sample,
                 &mut clock,
-                &mut |k| paced.push(k),
+                &mut |k| {
+                    paced.push(k);
+                    true
+                },
                 &args(argv),
                 json,
                 out,
@@ -414,7 +502,7 @@ mod tests {
                 assert_eq!((r.grew, r.suspects), (2, 0));
             }
         }
-        let s = tracker.summary();
+        let s = tracker.summary(false);
         assert!(s.judged);
         assert_eq!(s.intervals, 3);
         assert_eq!(s.suspects.len(), 1);
@@ -430,11 +518,12 @@ mod tests {
         assert_eq!(
             text,
             "sample 1/3 1970-01-01T00:00:01.000Z: 12.1 KiB at 3 sites (baseline)\n\
-             sample 2/3 1970-01-01T00:00:02.000Z: 20.1 KiB at 3 sites (+8.1 KiB), 2 grew, 0 grew in every interval\n\
+             sample 2/3 1970-01-01T00:00:02.000Z: 20.1 KiB at 3 sites (+8.1 KiB), 2 grew, 0 trending up\n\
              \x20     +8.0 KiB  mm/slub.c:2450 func:alloc_slab_page\n\
-             sample 3/3 1970-01-01T00:00:03.000Z: 28.2 KiB at 3 sites (+8.1 KiB), 2 grew, 2 grew in every interval\n\
+             sample 3/3 1970-01-01T00:00:03.000Z: 28.2 KiB at 3 sites (+8.1 KiB), 2 grew, 2 trending up\n\
              \x20     +8.0 KiB  mm/slub.c:2450 func:alloc_slab_page\n\
-             leak suspects: 2 sites grew in all 2 intervals over 2.0 s\n\
+             leak suspects: 2 sites trending up over 2 intervals, 2.0 s \
+             (grew in most intervals seen, net growth above what was given back)\n\
              \x20    +16.0 KiB     +8.0 KiB/s  mm/slub.c:2450 func:alloc_slab_page\n\
              \x20       +128 B        +64 B/s  drivers/leak.c:10 [leaky] func:leak_alloc\n"
         );
@@ -462,13 +551,74 @@ mod tests {
         assert_eq!(lines[2]["judged"], false);
     }
 
+    /// A profile from (bytes, site) pairs, in the order given.
+    fn rows(sites: &[(i64, &str)]) -> Profile {
+        let mut text = String::from("allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n");
+        for (bytes, site) in sites {
+            text.push_str(&format!("{bytes:12} {:8} {site} \n", 1));
+        }
+        parse(&text).unwrap()
+    }
+
+    fn suspects(samples: &[Profile]) -> Vec<String> {
+        let mut tracker = LeakTracker::new(Filter::default(), 5);
+        for (i, p) in samples.iter().enumerate() {
+            tracker.observe(p, i as i64 * 1000, None);
+        }
+        tracker
+            .summary(false)
+            .suspects
+            .iter()
+            .map(|s| s.site.tag_text())
+            .collect()
+    }
+
+    #[test]
+    fn a_site_that_appears_late_is_judged_from_its_first_sample() {
+        let slow = "mm/slow.c:1 func:slow";
+        let late = "drivers/late.c:7 [late] func:late_alloc";
+        let mut samples = vec![rows(&[(64, slow)])];
+        for k in 1..5 {
+            samples.push(rows(&[(64 * (k + 1), slow), (4096 * k, late)]));
+        }
+        assert_eq!(
+            suspects(&samples),
+            [
+                "drivers/late.c:7 [late] func:late_alloc",
+                "mm/slow.c:1 func:slow"
+            ]
+        );
+        // Two samples of its own are one interval: too few to call the late site.
+        assert_eq!(suspects(&samples[..3]), ["mm/slow.c:1 func:slow"]);
+    }
+
+    #[test]
+    fn one_quiet_interval_does_not_clear_a_trend() {
+        let leak = "drivers/leak.c:10 func:leak";
+        let noise = "mm/slub.c:1 func:noise";
+        let seq = [
+            (100, 800),
+            (200, 1600),
+            (200, 800),
+            (300, 1300),
+            (400, 1400),
+        ];
+        let samples: Vec<_> = seq
+            .iter()
+            .map(|&(l, n)| rows(&[(l, leak), (n, noise)]))
+            .collect();
+        // leak: rose in 3 of 4 intervals and gave nothing back; noise rose in 3 of 4 too, but
+        // its net growth (600) is not above the 800 it gave back.
+        assert_eq!(suspects(&samples), ["drivers/leak.c:10 func:leak"]);
+    }
+
     #[test]
     fn read_errors_stop_the_watch() {
         let mut sample = || Err(Error::Usage("boom".into()));
         let r = watch(
             &mut sample,
             &mut || 0,
-            &mut |_| {},
+            &mut |_| true,
             &args(&["--count", "2"]),
             false,
             &mut Vec::new(),

@@ -14,7 +14,7 @@ export LC_ALL
 KSFT_PASS=0
 KSFT_FAIL=1
 KSFT_SKIP=4
-NTESTS=7
+NTESTS=8
 
 num=0
 passed=0
@@ -193,6 +193,44 @@ else
 	echo "# tree exit $tree_rc, usage error exit $usage_rc"
 	diag "$tmp/err"
 	not_ok "tree --by module works, usage errors exit 2"
+fi
+
+# 8: the ioctl source. Live: top through the ioctls names the source and only sites the text
+# (read after it) has. A file: --source ioctl is a usage error.
+if [ "$ALLOCINFO_FILE" != /proc/allocinfo ]; then
+	"$ALLOCINFO_BIN" --source ioctl top -i "$ALLOCINFO_FILE" >/dev/null 2>"$tmp/err"
+	ioctl_rc=$?
+	if [ "$ioctl_rc" -eq 2 ]; then
+		ok "--source ioctl is refused for a file"
+	else
+		echo "# exit $ioctl_rc"
+		diag "$tmp/err"
+		not_ok "--source ioctl is refused for a file"
+	fi
+elif ! "$ALLOCINFO_BIN" --source ioctl top -n 0 --bytes >"$tmp/ioctl_top" 2>"$tmp/err"; then
+	if grep -q 'has no allocinfo ioctls' "$tmp/err"; then
+		num=$((num + 1))
+		skipped=$((skipped + 1))
+		echo "ok $num top through the ioctls # SKIP kernel has no allocinfo ioctls"
+	else
+		diag "$tmp/err"
+		not_ok "top through the ioctls"
+	fi
+else
+	"$ALLOCINFO_BIN" --source ioctl --json top -n 1 >"$tmp/ioctl_json" 2>>"$tmp/err"
+	cat /proc/allocinfo >"$tmp/copy2"
+	sites "$tmp/ioctl_top" | sort >"$tmp/ioctl_sites"
+	rows "$tmp/copy2" | sites | sort -u >"$tmp/text_sites"
+	grep -vxF -f "$tmp/text_sites" "$tmp/ioctl_sites" >"$tmp/only_ioctl"
+	if grep -q '"source": "/proc/allocinfo (ioctl)"' "$tmp/ioctl_json" &&
+	   [ -s "$tmp/ioctl_sites" ] && [ ! -s "$tmp/only_ioctl" ]; then
+		ok "top through the ioctls"
+	else
+		diag "$tmp/err"
+		echo "# sites only the ioctls returned:"
+		diag "$tmp/only_ioctl"
+		not_ok "top through the ioctls"
+	fi
 fi
 
 totals
