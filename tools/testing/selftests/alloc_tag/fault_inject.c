@@ -263,27 +263,6 @@ TEST_F(fi, slab_vector_failure_marks_inaccurate)
 }
 
 /*
- * Fail each fault site of one allocation in turn, from the first until the
- * allocation gets through whole: every failure gives back what it charged.
- */
-static void fail_each_site(struct __test_metadata *_metadata, int ctl,
-			   const char *kind, const char *cmd)
-{
-	struct ai_row before, prev, row;
-	unsigned int nth, ok = 0, failed = 0;
-	char freecmd[32];
-	bool fired = true;
-
-	snprintf(freecmd, sizeof(freecmd), "free %s", kind);
-	ASSERT_EQ(0, att_ctl(freecmd));
-	ASSERT_EQ(0, get_site(kind, &before));
-	prev = before;
-	for (nth = 1; fired && nth < 200; nth++) {
-		int ret = ctl_failing(ctl, cmd, nth, &fired);
-
-		ASSERT_EQ(0, get_site(kind, &row));
-		if (!ret) {
-			/*
  * The same failure for an allocation with __GFP_NOWARN: the row says
  * accurate:no as before, but nothing is logged, as the caller asked.
  */
@@ -314,7 +293,28 @@ TEST_F(fi, slab_vector_failure_nowarn_is_quiet)
 	ASSERT_EQ(0, att_ctl("free cache"));
 }
 
-/* Through, maybe with a failure it recovered from. */
+/*
+ * Fail each fault site of one allocation in turn, from the first until the
+ * allocation gets through whole: every failure gives back what it charged.
+ */
+static void fail_each_site(struct __test_metadata *_metadata, int ctl,
+			   const char *kind, const char *cmd)
+{
+	struct ai_row before, prev, row;
+	unsigned int nth, ok = 0, failed = 0;
+	char freecmd[32];
+	bool fired = true;
+
+	snprintf(freecmd, sizeof(freecmd), "free %s", kind);
+	ASSERT_EQ(0, att_ctl(freecmd));
+	ASSERT_EQ(0, get_site(kind, &before));
+	prev = before;
+	for (nth = 1; fired && nth < 200; nth++) {
+		int ret = ctl_failing(ctl, cmd, nth, &fired);
+
+		ASSERT_EQ(0, get_site(kind, &row));
+		if (!ret) {
+			/* Through, maybe with a failure it recovered from. */
 			ok++;
 			EXPECT_LT(prev.calls, row.calls);
 			EXPECT_LT(prev.bytes, row.bytes);
