@@ -434,7 +434,8 @@ static inline bool ai_kmsg_has(const char *needle, ...)
 	return found;
 }
 
-static inline int ai_load_module(const char *name)
+/* Loads module @name from AI_MODDIR with parameters @params; 0 or -errno. */
+static inline int ai_load_module_params(const char *name, const char *params)
 {
 	char path[256];
 	int fd, ret;
@@ -443,9 +444,17 @@ static inline int ai_load_module(const char *name)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	ret = syscall(SYS_finit_module, fd, "", 0);
+	ret = syscall(SYS_finit_module, fd, params, 0);
 	ret = ret ? -errno : 0;
 	close(fd);
+	return ret;
+}
+
+/* Loads module @name without parameters; 0 if it is loaded already. */
+static inline int ai_load_module(const char *name)
+{
+	int ret = ai_load_module_params(name, "");
+
 	return ret == -EEXIST ? 0 : ret;
 }
 

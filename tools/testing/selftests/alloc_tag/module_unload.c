@@ -335,21 +335,6 @@ TEST_F(tag_area, churn)
 	       avail_before, avail_after);
 }
 
-/* Loads HOLD_MOD with module parameters @params. */
-static int load_hold(const char *params)
-{
-	char path[256];
-	int fd, ret;
-
-	snprintf(path, sizeof(path), "%s/%s.ko", AI_MODDIR, HOLD_MOD);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
 static int write_sysrq(char c)
 {
 	int fd = open("/proc/sysrq-trigger", O_WRONLY);
@@ -402,7 +387,7 @@ TEST(show_mem_during_unload)
 		_exit(0);
 	}
 	for (i = 0; i < SHOW_MEM_CYCLES; i++) {
-		ASSERT_EQ(0, load_hold(SHOW_MEM_BIG));
+		ASSERT_EQ(0, ai_load_module_params(HOLD_MOD, SHOW_MEM_BIG));
 		ASSERT_EQ(0, ai_unload_module(HOLD_MOD));
 		ASSERT_EQ(0, att_ctl("release"));
 	}
