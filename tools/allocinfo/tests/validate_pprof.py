@@ -8,14 +8,11 @@ rows with the same tag text summed, and that inuse_space is the default sample t
 bytes in 0 allocations are left out of the comparison: pprof drops all-zero samples.
 """
 
-import json
 import re
 import sys
 
 
-def fail(msg):
-    print(msg)
-    sys.exit(1)
+from pprof_expect import compare, expected_sites, fail
 
 
 def parse_raw(text):
@@ -63,21 +60,9 @@ def main():
     raw_path, json_path = sys.argv[1:3]
     with open(raw_path, encoding="utf-8") as f:
         got = parse_raw(f.read())
-    with open(json_path, encoding="utf-8") as f:
-        rows = json.load(f)["rows"]
-    want = {}
-    for r in rows:
-        key = (r["file"], r["line"], r["function"], r["module"] or "")
-        calls, size = want.get(key, (0, 0))
-        want[key] = (calls + r["calls"], size + r["bytes"])
     # pprof drops samples whose values are all zero.
-    want = {k: v for k, v in want.items() if v != (0, 0)}
-    if got != want:
-        diffs = [k for k in sorted(set(got) | set(want), key=str) if got.get(k) != want.get(k)]
-        for k in diffs[:20]:
-            print(f"{k}: pprof {got.get(k)}, allocinfo {want.get(k)}")
-        fail(f"pprof's view differs from the profile at {len(diffs)} sites")
-    print(f"{len(got)} sites match")
+    want = expected_sites(json_path, drop_zero=True)
+    compare(got, want, "pprof", "pprof's view differs from the profile")
 
 
 if __name__ == "__main__":

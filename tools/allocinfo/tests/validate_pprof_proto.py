@@ -9,10 +9,11 @@ the module label, values [live calls, bytes] under sample types inuse_objects/co
 inuse_space/bytes, inuse_space the default, and string_table[0] empty.
 """
 
-import json
 import sys
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from pprof_expect import compare, expected_sites, fail
 
 F = descriptor_pb2.FieldDescriptorProto
 
@@ -93,9 +94,6 @@ def profile_class():
     return message_factory.GetMessageClass(desc)
 
 
-def fail(msg):
-    print(msg)
-    sys.exit(1)
 
 
 def main():
@@ -128,19 +126,8 @@ def main():
         if key in got:
             fail(f"two samples for {key}")
         got[key] = (s.value[0], s.value[1])
-    with open(json_path, encoding="utf-8") as f:
-        rows = json.load(f)["rows"]
-    want = {}
-    for r in rows:
-        key = (r["file"], r["line"], r["function"], r["module"] or "")
-        calls, size = want.get(key, (0, 0))
-        want[key] = (calls + r["calls"], size + r["bytes"])
-    if got != want:
-        diffs = [k for k in sorted(set(got) | set(want), key=str) if got.get(k) != want.get(k)]
-        for k in diffs[:20]:
-            print(f"{k}: profile.proto {got.get(k)}, allocinfo {want.get(k)}")
-        fail(f"the decoded profile differs from the input at {len(diffs)} sites")
-    print(f"{len(got)} sites match")
+    want = expected_sites(json_path, drop_zero=False)
+    compare(got, want, "profile.proto", "the decoded profile differs from the input")
 
 
 if __name__ == "__main__":

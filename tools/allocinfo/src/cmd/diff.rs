@@ -298,37 +298,32 @@ pub fn write_text(r: &DiffReport<'_>, plain: bool, out: &mut dyn Write) -> Resul
             "{:>12} {:>12} {:>12} {:>11}  {what}",
             "DELTA", "BEFORE", "AFTER", "DELTA_CALLS"
         )?;
-        for g in r.groups.iter().flatten() {
-            let note = match g.change {
+        // One row: delta, before, after, calls delta, then what changed.
+        let mut row = |change: &Change,
+                       (delta, before, after, calls): (i128, i128, i128, i128),
+                       what: &str|
+         -> std::io::Result<()> {
+            let note = match change {
                 Change::New => " (new)",
                 Change::Gone => " (gone)",
                 _ => "",
             };
             writeln!(
                 out,
-                "{:>12} {:>12} {:>12} {:>11}  {}{note}",
-                show_delta(g.delta_bytes, plain),
-                show_size(g.before_bytes, plain),
-                show_size(g.after_bytes, plain),
-                signed(g.delta_calls),
-                g.group
-            )?;
+                "{:>12} {:>12} {:>12} {:>11}  {what}{note}",
+                show_delta(delta, plain),
+                show_size(before, plain),
+                show_size(after, plain),
+                signed(calls),
+            )
+        };
+        for g in r.groups.iter().flatten() {
+            let n = (g.delta_bytes, g.before_bytes, g.after_bytes, g.delta_calls);
+            row(&g.change, n, &g.group)?;
         }
         for d in &r.sites {
-            let note = match d.change {
-                Change::New => " (new)",
-                Change::Gone => " (gone)",
-                _ => "",
-            };
-            writeln!(
-                out,
-                "{:>12} {:>12} {:>12} {:>11}  {}{note}",
-                show_delta(d.delta_bytes, plain),
-                show_size(d.before_bytes, plain),
-                show_size(d.after_bytes, plain),
-                signed(d.delta_calls),
-                d.site.tag_text()
-            )?;
+            let n = (d.delta_bytes, d.before_bytes, d.after_bytes, d.delta_calls);
+            row(&d.change, n, &d.site.tag_text())?;
         }
         let t = &r.totals;
         writeln!(
