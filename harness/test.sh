@@ -301,7 +301,7 @@ for target in $bases; do
 		boots=(
 			"main|allocprof_numa allocprof_store=page_ext|$all|"
 			"compressed|allocprof_numa sysctl.vm.mem_profiling=1,compressed allocprof_store=fallback|$all|"
-			"param-never|sysctl.vm.mem_profiling=never|boot_param|"
+			"param-never|sysctl.vm.mem_profiling=never|boot_param,percpu_memcg|"
 			# Debian builds KFENCE in but samples nothing by default;
 			# sampling every millisecond puts some of the tests' slab
 			# objects in KFENCE's pool, whose slabs share one extension

@@ -109,6 +109,9 @@ struct SiteData {
     modname: [u8; MOD_LEN],
     /// In the identity index ([`Sites::ident`]).
     indexed: bool,
+    /// While the site is free: the next free site's index plus one, 0 for
+    /// none ([`Sites::free_head`]).
+    next_free: u32,
 }
 
 /// One site: its state and data, for the tag of the same index in its
@@ -145,12 +148,18 @@ struct Block {
 /// and written only under the sites lock: each NULL or a live site whose
 /// `indexed` is set, at most `MAX_PROBE - 1` slots after its identity's
 /// hash with no NULL entry between. `unindexed` counts the live sites
-/// not in it; `free_hint` is at most the lowest index of a free site.
+/// not in it. `free_head` (an index plus one, 0 for none) and the sites'
+/// `next_free` list exactly the free sites of the blocks added, under the
+/// sites lock. `hold_work` is only touched under the sites lock.
 struct Sites {
     table: AtomicPtr<Slot>,
     ident: AtomicPtr<AtomicPtr<Site>>,
     unindexed: AtomicUsize,
-    free_hint: AtomicUsize,
+    free_head: AtomicUsize,
+    /// Slot and site reads under the current hold of the sites lock.
+    hold_work: AtomicUsize,
+    /// The most slot and site reads made under one hold so far.
+    max_hold: AtomicUsize,
     blocks: UnsafeCell<[*mut Block; MAX_BLOCKS]>,
     nr_blocks: AtomicUsize,
     free: AtomicUsize,
@@ -167,7 +176,9 @@ static SITES: Sites = Sites {
     table: AtomicPtr::new(core::ptr::null_mut()),
     ident: AtomicPtr::new(core::ptr::null_mut()),
     unindexed: AtomicUsize::new(0),
-    free_hint: AtomicUsize::new(0),
+    free_head: AtomicUsize::new(0),
+    hold_work: AtomicUsize::new(0),
+    max_hold: AtomicUsize::new(0),
     blocks: UnsafeCell::new([core::ptr::null_mut(); MAX_BLOCKS]),
     nr_blocks: AtomicUsize::new(0),
     free: AtomicUsize::new(0),
@@ -193,21 +204,50 @@ static FALLBACK: AllocTag = AllocTag::new_static(
 );
 
 /// The sites lock, held (interrupts off) while this lives.
+///
+/// The slot and site reads made under each hold are counted (with
+/// [`count`]) and the largest count kept: see [`max_lock_hold`].
 struct SitesLock(crate::ffi::c_ulong);
 
 impl SitesLock {
     fn new() -> SitesLock {
         // SAFETY: no preconditions; paired with the unlock in `drop`.
-        SitesLock(unsafe { bindings::alloc_tag_sites_lock() })
+        let lock = SitesLock(unsafe { bindings::alloc_tag_sites_lock() });
+        SITES.hold_work.store(0, Ordering::Relaxed);
+        lock
     }
 }
 
 impl Drop for SitesLock {
     fn drop(&mut self) {
+        let work = SITES.hold_work.load(Ordering::Relaxed);
+        SITES.max_hold.fetch_max(work, Ordering::Relaxed);
         // SAFETY: taken in `new` with these flags.
         unsafe { bindings::alloc_tag_sites_unlock(self.0) };
     }
 }
+
+/// Counts `n` slot or site reads under the sites lock, which is held.
+#[inline(always)]
+fn count(n: usize) {
+    // Only the lock's holder writes it: no read-modify-write needed.
+    let w = SITES.hold_work.load(Ordering::Relaxed);
+    SITES.hold_work.store(w + n, Ordering::Relaxed);
+}
+
+/// The most slot and site reads the core has made under one hold of the
+/// sites lock (interrupts off) since boot. Loops over the table or over
+/// every site take the lock per [`GONE_CHUNK`] slots or per block, so this
+/// stays at most [`LOCK_HOLD_BOUND`] whatever
+/// `CONFIG_MEM_ALLOC_PROFILING_RUST_SITES` is, unless the identity index
+/// overflowed (see [`find_live`]). For tests.
+pub fn max_lock_hold() -> usize {
+    SITES.max_hold.load(Ordering::Relaxed)
+}
+
+/// The bound on [`max_lock_hold`]: a chunk of the table, or a block of
+/// sites with their identity runs.
+pub const LOCK_HOLD_BOUND: usize = 2 * GONE_CHUNK;
 
 #[inline(always)]
 fn hash(key: usize) -> usize {
@@ -486,6 +526,7 @@ fn find_live(
     if let (Some(ix), 0) = (ident(), SITES.unindexed.load(Ordering::Relaxed)) {
         let h = ident_hash(owner, loc.line(), loc.column(), tail(file, FILE_LEN - 1));
         for i in 0..MAX_PROBE {
+            count(1);
             let e = ix[(h + i) & (TABLE_SIZE - 1)].load(Ordering::Relaxed);
             if e.is_null() {
                 return None;
@@ -499,7 +540,10 @@ fn find_live(
         }
         return None;
     }
+    // Only while the index overflowed (a run of `MAX_PROBE` entries): the
+    // one unbounded hold, counted like the others.
     for i in 0..nr_sites() {
+        count(1);
         let site = site(i);
         if site.state.load(Ordering::Relaxed) != LIVE {
             continue;
@@ -519,6 +563,7 @@ fn ident_insert(site: &'static Site, d: &mut SiteData) {
     if let Some(ix) = ident() {
         let h = d.ident_hash();
         for i in 0..MAX_PROBE {
+            count(1);
             let e = &ix[(h + i) & (TABLE_SIZE - 1)];
             if e.load(Ordering::Relaxed).is_null() {
                 e.store(core::ptr::from_ref(site).cast_mut(), Ordering::Relaxed);
@@ -547,6 +592,7 @@ fn ident_remove(site: &Site, d: &mut SiteData) {
     let h = d.ident_hash();
     let mut at = None;
     for i in 0..MAX_PROBE {
+        count(1);
         if core::ptr::eq(ix[(h + i) & mask].load(Ordering::Relaxed), site) {
             at = Some((h + i) & mask);
             break;
@@ -559,6 +605,7 @@ fn ident_remove(site: &Site, d: &mut SiteData) {
     let mut j = hole;
     // At most a run of the table; with at most half of it used, short.
     for _ in 0..TABLE_SIZE {
+        count(1);
         j = (j + 1) & mask;
         let e = ix[j].load(Ordering::Relaxed);
         if e.is_null() {
@@ -600,6 +647,7 @@ fn register_locked(
     loc: &'static Location<'static>,
     key: usize,
 ) -> *mut bindings::alloc_tag {
+    count(MAX_PROBE);
     if let Some(site) = lookup(table, key) {
         return site.tag;
     }
@@ -611,18 +659,7 @@ fn register_locked(
         insert(table, key, site);
         return site.tag;
     }
-    // The first free site from the hint on (no free one below it).
-    let mut free = None;
-    for i in SITES.free_hint.load(Ordering::Relaxed)..nr_sites() {
-        let site = site(i);
-        if site.state.load(Ordering::Relaxed) == FREE {
-            SITES.free_hint.store(i + 1, Ordering::Relaxed);
-            free = Some(site);
-            break;
-        }
-    }
-    let Some(site) = free else {
-        SITES.free_hint.store(nr_sites(), Ordering::Relaxed);
+    let Some(site) = pop_free() else {
         return FALLBACK.as_raw();
     };
     // SAFETY: a free site's data is written only under the lock, which is
@@ -693,6 +730,7 @@ pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
     while from < TABLE_SIZE {
         let _lock = SitesLock::new();
         for slot in &table[from..(from + GONE_CHUNK).min(TABLE_SIZE)] {
+            count(1);
             if slot.key.load(Ordering::Relaxed) <= GONE {
                 continue;
             }
@@ -714,6 +752,7 @@ pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
     for b in 0..SITES.nr_blocks.load(Ordering::Acquire) {
         let _lock = SitesLock::new();
         for i in b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS {
+            count(1);
             let site = site(i);
             if site.state.load(Ordering::Relaxed) != LIVE {
                 continue;
@@ -745,40 +784,77 @@ pub(crate) fn detached() -> usize {
 /// reading their strings; [`free_unlisted`] frees them after the frees in
 /// flight.
 pub(crate) fn unlist_drained() -> usize {
-    let _lock = SitesLock::new();
     let mut n = 0;
-    for i in 0..nr_sites() {
-        let site = site(i);
-        if site.state.load(Ordering::Relaxed) != DETACHED {
-            continue;
+    // One block per hold.
+    for b in 0..SITES.nr_blocks.load(Ordering::Acquire) {
+        let _lock = SitesLock::new();
+        for i in b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS {
+            count(1);
+            let site = site(i);
+            if site.state.load(Ordering::Relaxed) != DETACHED {
+                continue;
+            }
+            let c = site.tag().read();
+            if c.bytes != 0 || c.calls != 0 {
+                continue;
+            }
+            // SAFETY: the site's tag; no reader holds the registry.
+            unsafe { filename(site.tag_codetag()) }.store(core::ptr::null_mut(), Ordering::Release);
+            site.state.store(UNLISTED, Ordering::Relaxed);
+            SITES.detached.fetch_sub(1, Ordering::Relaxed);
+            n += 1;
         }
-        let c = site.tag().read();
-        if c.bytes != 0 || c.calls != 0 {
-            continue;
-        }
-        // SAFETY: the site's tag; no reader holds the registry.
-        unsafe { filename(site.tag_codetag()) }.store(core::ptr::null_mut(), Ordering::Release);
-        site.state.store(UNLISTED, Ordering::Relaxed);
-        SITES.detached.fetch_sub(1, Ordering::Relaxed);
-        n += 1;
     }
     n
 }
 
 /// Makes the unlisted sites free for reuse.
 pub(crate) fn free_unlisted() {
-    let _lock = SitesLock::new();
-    for i in 0..nr_sites() {
-        let site = site(i);
-        if site.state.load(Ordering::Relaxed) == UNLISTED {
-            site.state.store(FREE, Ordering::Relaxed);
-            SITES.free.fetch_add(1, Ordering::Relaxed);
-            SITES.free_hint.fetch_min(i, Ordering::Relaxed);
+    // One block per hold.
+    for b in 0..SITES.nr_blocks.load(Ordering::Acquire) {
+        let _lock = SitesLock::new();
+        // Pushed from the top, so that the lowest is taken first.
+        for i in (b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS).rev() {
+            count(1);
+            let site = site(i);
+            if site.state.load(Ordering::Relaxed) == UNLISTED {
+                site.state.store(FREE, Ordering::Relaxed);
+                push_free(i);
+                SITES.free.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 }
 
+/// Puts the free site `i` on the free list. Under the sites lock.
+fn push_free(i: usize) {
+    let site = site(i);
+    // SAFETY: the lock is held and the site is free: its data is written
+    // only under the lock (invariant).
+    let d = unsafe { &mut *site.data.get() };
+    // Indexes are below `MAX_BLOCKS * BLOCK_TAGS`, at most 65536.
+    d.next_free = SITES.free_head.load(Ordering::Relaxed) as u32;
+    SITES.free_head.store(i + 1, Ordering::Relaxed);
+}
+
+/// Takes a free site off the free list, if there is one. Under the sites
+/// lock.
+fn pop_free() -> Option<&'static Site> {
+    let head = SITES.free_head.load(Ordering::Relaxed);
+    if head == 0 {
+        return None;
+    }
+    count(1);
+    let site = site(head - 1);
+    // SAFETY: the lock is held, and the site is free (on the list).
+    let next = unsafe { &*site.data.get() }.next_free;
+    SITES.free_head.store(next as usize, Ordering::Relaxed);
+    Some(site)
+}
+
 const _: () = assert!(size_of::<Block>() <= BLOCK_BYTES);
+// Free-list links are `u32`.
+const _: () = assert!(MAX_BLOCKS * BLOCK_TAGS < u32::MAX as usize);
 
 /// Adds one block of free sites. Process context; may sleep.
 fn grow() -> bool {
@@ -813,6 +889,10 @@ fn grow() -> bool {
     // item and the initcall, which do not run at once.
     unsafe { (*SITES.blocks.get())[n] = block };
     SITES.nr_blocks.store(n + 1, Ordering::Release);
+    for i in (n * BLOCK_TAGS..(n + 1) * BLOCK_TAGS).rev() {
+        count(1);
+        push_free(i);
+    }
     SITES.free.fetch_add(BLOCK_TAGS, Ordering::Relaxed);
     true
 }

@@ -236,7 +236,9 @@ impl core::fmt::Write for Buf<'_> {
     }
 }
 
-/// The sites callback: `<kind> <line> <function>` lines, NUL-terminated.
+/// The sites callback: `<kind> <line> <function>` lines, then
+/// with our core `lock_hold <most reads under one hold> <bound>`,
+/// NUL-terminated.
 ///
 /// # Safety
 ///
@@ -249,6 +251,16 @@ unsafe extern "C" fn sites(out: *mut c_char, len: usize) -> isize {
     for k in 0..KINDS.len() {
         let line = LINES[k].load(Ordering::Relaxed);
         if writeln!(w, "{} {} {}", KINDS[k], line, FUNCS[k]).is_err() {
+            return ENOSPC.to_errno() as isize;
+        }
+    }
+    // How long the core held its sites lock at most, in slot and site
+    // reads, and the bound it promises.
+    #[cfg(allocprof_core)]
+    {
+        let hold = kernel::alloc_tag::rust_sites::max_lock_hold();
+        let bound = kernel::alloc_tag::rust_sites::LOCK_HOLD_BOUND;
+        if writeln!(w, "lock_hold {} {}", hold, bound).is_err() {
             return ENOSPC.to_errno() as isize;
         }
     }

@@ -14,6 +14,8 @@
  *   pages ORDER N      N x alloc_pages(ORDER)
  *   vmalloc SIZE N     N x vmalloc(SIZE)
  *   percpu SIZE N      N x __alloc_percpu(SIZE, 8)
+ *   percpu_acct SIZE N N x __alloc_percpu_gfp(SIZE, 8, GFP_KERNEL_ACCOUNT),
+ *                      charged to the writer's memcg
  *   order2 N           N x non-compound alloc_pages(2), kept whole
  *   node NID N         N x alloc_pages_node(NID, __GFP_THISNODE, 0); -EXDEV
  *                      if a page is not from NID
@@ -63,6 +65,7 @@ enum att_kind {
 	ATT_STRESS_ON,
 	ATT_STRESS_TOGGLE,
 	ATT_NODE,
+	ATT_PERCPU_ACCT,
 	ATT_NR_KINDS,
 };
 
@@ -77,6 +80,7 @@ static const char *const att_kind_name[ATT_NR_KINDS] = {
 	[ATT_STRESS_ON]		= "stress_on",
 	[ATT_STRESS_TOGGLE]	= "stress_toggle",
 	[ATT_NODE]		= "node",
+	[ATT_PERCPU_ACCT]	= "percpu_acct",
 };
 
 struct att_site {
@@ -220,6 +224,21 @@ static void __percpu *att_do_percpu(size_t size)
 	return ATT_SITE(ATT_PERCPU, __alloc_percpu(size, 8));
 }
 
+static void __percpu *att_do_percpu_acct(size_t size)
+{
+	return ATT_SITE(ATT_PERCPU_ACCT, __alloc_percpu_gfp(size, 8, GFP_KERNEL_ACCOUNT));
+}
+
+/*
+ * Whether @p is in the first (boot) percpu chunk: with the embedding first
+ * chunk allocator (x86's default) it is in the linear map, where every
+ * later chunk is in vmalloc space.
+ */
+static bool att_percpu_in_first_chunk(void __percpu *p)
+{
+	return !is_vmalloc_addr(per_cpu_ptr(p, cpumask_first(cpu_possible_mask)));
+}
+
 static struct page *att_do_order2(void)
 {
 	return ATT_SITE(ATT_ORDER2, alloc_pages(GFP_KERNEL, 2));
@@ -250,6 +269,7 @@ static void att_probe_sites(void)
 	att_do_pages(0);
 	att_do_vmalloc(0);
 	att_do_percpu(0);
+	att_do_percpu_acct(0);
 	att_do_order2();
 	att_stress_on(0);
 	att_stress_toggle(0);
@@ -277,6 +297,7 @@ static void att_free_one(enum att_kind kind, struct att_held *h)
 		vfree(h->ptr);
 		break;
 	case ATT_PERCPU:
+	case ATT_PERCPU_ACCT:
 		free_percpu((void __percpu *)h->ptr);
 		break;
 	case ATT_ORDER2:
@@ -330,6 +351,9 @@ static int att_alloc(enum att_kind kind, unsigned long arg, unsigned int n)
 			break;
 		case ATT_PERCPU:
 			p = (void __force *)att_do_percpu(arg);
+			break;
+		case ATT_PERCPU_ACCT:
+			p = (void __force *)att_do_percpu_acct(arg);
 			break;
 		case ATT_ORDER2:
 			p = att_do_order2();
@@ -513,6 +537,7 @@ static int att_command(char *buf)
 	case ATT_PAGES:
 	case ATT_VMALLOC:
 	case ATT_PERCPU:
+	case ATT_PERCPU_ACCT:
 	case ATT_NODE:
 		return att_alloc(kind, a, b);
 	default:
@@ -575,12 +600,20 @@ DEFINE_SHOW_ATTRIBUTE(att_rust_sites);
 
 static int att_info_show(struct seq_file *m, void *v)
 {
+	unsigned int i, first = 0;
+
 	seq_printf(m, "cache_size %u\n", kmem_cache_size(att_cache));
 	seq_printf(m, "page_size %lu\n", PAGE_SIZE);
 	seq_printf(m, "possible_cpus %u\n", num_possible_cpus());
 	seq_printf(m, "online_cpus %u\n", num_online_cpus());
 	seq_printf(m, "online_nodes %u\n", num_online_nodes());
 	seq_printf(m, "memcg %d\n", IS_ENABLED(CONFIG_MEMCG));
+	mutex_lock(&att_lock);
+	for (i = 0; i < att_nr_held[ATT_PERCPU_ACCT]; i++)
+		first += att_percpu_in_first_chunk((void __percpu __force *)
+						   att_held[ATT_PERCPU_ACCT][i].ptr);
+	mutex_unlock(&att_lock);
+	seq_printf(m, "percpu_acct_first_chunk %u\n", first);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(att_info);
