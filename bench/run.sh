@@ -27,6 +27,18 @@ configs=(
 	"d:rust-compressed-off|rust||sysctl.vm.mem_profiling=0,compressed"
 	"e:conly-on|rust|conly|"
 	"e:conly-off|rust|conly|sysctl.vm.mem_profiling=0"
+	# The production config (harness/kernel-prod.config): the headline.
+	"pa:prod-compiled-out|upstream|noprof+prod|"
+	"pb:prod-upstream-on|upstream|prod|"
+	"pb:prod-upstream-off|upstream|prod|sysctl.vm.mem_profiling=0"
+	"pb:prod-upstream-never|upstream|prod|sysctl.vm.mem_profiling=never"
+	"pc:prod-rust-on|rust|prod|"
+	"pc:prod-rust-off|rust|prod|sysctl.vm.mem_profiling=0"
+	"pc:prod-rust-never|rust|prod|sysctl.vm.mem_profiling=never"
+	"pd:prod-rust-compressed-on|rust|prod|sysctl.vm.mem_profiling=1,compressed"
+	"pd:prod-rust-compressed-off|rust|prod|sysctl.vm.mem_profiling=0,compressed"
+	"pe:prod-conly-on|rust|conly+prod|"
+	"pe:prod-conly-off|rust|conly+prod|sysctl.vm.mem_profiling=0"
 )
 
 # BENCH_ONLY=regex: only the configurations whose label matches (the report
