@@ -140,11 +140,23 @@ static inline void alloc_tag_set_inaccurate(struct alloc_tag *tag) {}
 
 #endif /* CONFIG_MEM_ALLOC_PROFILING */
 
+/*
+ * With profiling off, current->alloc_tag is neither read nor written: the
+ * allocation is made on the key's off branch.  An allocation made while the
+ * key flips may then reach a hook with no tag; it goes uncounted (its free
+ * finds no reference), as the sysctl's documentation says.
+ */
 #define alloc_hooks_tag(_tag, _do_alloc)				\
 ({									\
-	struct alloc_tag * __maybe_unused _old = alloc_tag_save(_tag);	\
-	typeof(_do_alloc) _res = _do_alloc;				\
-	alloc_tag_restore(_tag, _old);					\
+	typeof(_do_alloc) _res;						\
+	if (mem_alloc_profiling_enabled()) {				\
+		struct alloc_tag * __maybe_unused _old;			\
+		_old = alloc_tag_save(_tag);				\
+		_res = _do_alloc;					\
+		alloc_tag_restore(_tag, _old);				\
+	} else {							\
+		_res = _do_alloc;					\
+	}								\
 	_res;								\
 })
 

@@ -88,11 +88,7 @@ void rust_helper_alloc_tag_synchronize_rcu_tasks(void)
 void *rust_helper_alloc_tag_##name(const void *p, size_t size,		\
 				   gfp_t flags, struct alloc_tag *tag)	\
 {									\
-	struct alloc_tag * __maybe_unused old = alloc_tag_save(tag);	\
-	void *ret = name##_noprof(p, size, flags);			\
-									\
-	alloc_tag_restore(tag, old);					\
-	return ret;							\
+	return alloc_hooks_tag(tag, name##_noprof(p, size, flags));	\
 }
 
 ALLOC_TAG_RUST_REALLOC(krealloc)
@@ -103,11 +99,7 @@ ALLOC_TAG_RUST_REALLOC(kvrealloc)
 struct page *rust_helper_alloc_tag_alloc_pages(gfp_t gfp, unsigned int order,
 					       struct alloc_tag *tag)
 {
-	struct alloc_tag * __maybe_unused old = alloc_tag_save(tag);
-	struct page *page = alloc_pages_noprof(gfp, order);
-
-	alloc_tag_restore(tag, old);
-	return page;
+	return alloc_hooks_tag(tag, alloc_pages_noprof(gfp, order));
 }
 
 /* Serialises the registration of Rust call sites, from any context. */

@@ -56,11 +56,13 @@ mod ext_ops {
     }
 }
 
-/// A page's reference, with its `page_ext` held.
+/// The reference in the `page_ext` of a page the hooks' caller owns.
 ///
 /// # Invariants
 ///
-/// `ext` is a `page_ext` returned by `page_ext_get()` and not yet put.
+/// `ext` is the `page_ext` of a page that the caller is allocating,
+/// freeing, splitting or migrating: memory holding it cannot go offline
+/// meanwhile, so `ext` stays valid (`page_ext_get_owned()`).
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
 struct PageRef {
     ext: *mut bindings::page_ext,
@@ -72,13 +74,13 @@ impl PageRef {
     /// (early pages, or profiling built in but `never`).
     #[inline(always)]
     fn get(page: *const bindings::page) -> Option<PageRef> {
-        // SAFETY: `page` is a valid page (the C hooks' contract); the lookup
-        // takes the RCU read lock that `page_ext_put()` drops.
-        let ext = unsafe { bindings::page_ext_get(page) };
+        // SAFETY: `page` is a valid page that the caller owns (the C hooks'
+        // contract), which is what the lock-free lookup needs.
+        let ext = unsafe { bindings::page_ext_get_owned(page) };
         if ext.is_null() {
             None
         } else {
-            // INVARIANT: just got.
+            // INVARIANT: the page_ext of an owned page.
             Some(PageRef { ext })
         }
     }
@@ -91,15 +93,6 @@ impl PageRef {
         // SAFETY: our slot lies `offset` bytes into the held `page_ext`, and
         // the page allocator serialises the hooks of one page.
         unsafe { TagRef::from_raw(self.ext.cast::<u8>().add(offset).cast()) }
-    }
-}
-
-#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-impl Drop for PageRef {
-    #[inline(always)]
-    fn drop(&mut self) {
-        // SAFETY: got and not yet put (invariant).
-        unsafe { bindings::page_ext_put(self.ext) };
     }
 }
 
