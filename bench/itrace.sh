@@ -18,11 +18,14 @@ w=$CACHE_DIR/$base${variant:+-$variant}
 export CACHE_DIR REPO BASE=$base W=$w OUT=$w/build SRC=$CACHE_DIR/$base/src
 mkdir -p "$w/logs"
 export ACCEL=tcg QEMU_EXTRA="-icount shift=0,sleep=off -s" BOOT_TIMEOUT=600
+# The VM in a session of its own, so that QEMU goes with it at the end;
+# gdb gives up after ITRACE_TIMEOUT seconds (an entry that is never hit).
 CMD="${ITRACE_CMD:-insmod ./alloc_tag_bench.ko pairs=100000000 rounds=1 only=$loop}" EXTRA=$w/bench-extra \
-	APPEND="$append" "$REPO/harness/vm.sh" run > "$w/logs/itrace.log" 2>&1 &
+	APPEND="$append" setsid "$REPO/harness/vm.sh" run > "$w/logs/itrace.log" 2>&1 &
 vm=$!
 sleep 2
-ITRACE_ENTRY=$entry ITRACE_DETAIL=${ITRACE_DETAIL:-} gdb -q -batch -x "$REPO/bench/itrace.py" "$OUT/vmlinux" 2>&1 | grep '^ITRACE'
-kill "$vm" 2>/dev/null
+ITRACE_ENTRY=$entry ITRACE_DETAIL=${ITRACE_DETAIL:-} timeout "${ITRACE_TIMEOUT:-300}" \
+	gdb -q -batch -x "$REPO/bench/itrace.py" "$OUT/vmlinux" 2>&1 | grep '^ITRACE'
+kill -- -"$vm" 2>/dev/null
 wait "$vm" 2>/dev/null
 exit 0

@@ -141,6 +141,44 @@ def prod_targets(w, med):
               f"+{r - b:.1f} ({ratio:.2f}x) | {'yes' if ratio <= 0.6 else 'no'} |")
 
 
+ITRACE_NAMES = ["compiled-out", "upstream-on", "rust-off", "rust-on", "rust-compressed-on"]
+
+
+def itrace(w, out, prefix):
+    """Per-function instructions per pair (bench/itrace.sh), if run."""
+    for loop in ("kmalloc", "page"):
+        per = {}
+        totals = {}
+        for n in ITRACE_NAMES:
+            p = os.path.join(out, f"itrace-{prefix}{n}-{loop}.txt")
+            if not os.path.exists(p):
+                continue
+            fns = {}
+            for line in open(p, errors="replace"):
+                m = re.match(r"ITRACE entry=\S+ pairs=\d+ instructions=\d+ per_pair=([\d.]+)", line)
+                if m:
+                    totals[n] = float(m.group(1))
+                    continue
+                m = re.match(r"ITRACE\s+([\d.]+) (\S+)", line)
+                if m:
+                    fns[m.group(2)] = float(m.group(1))
+            if fns:
+                per[n] = fns
+        if not per:
+            continue
+        names = [n for n in ITRACE_NAMES if n in per]
+        w(f"\n## Per-function breakdown: {loop} loop (bench/itrace.sh, instructions per pair)\n")
+        w("Single-stepped in the VM under -icount (instructions, not cycles: cache misses are "
+          "invisible); functions with at least 2 instructions per pair in some configuration.\n")
+        w("| function | " + " | ".join(names) + " |")
+        w("|---" * (len(names) + 1) + "|")
+        fns = sorted({f for n in names for f, v in per[n].items() if v >= 2},
+                     key=lambda f: -max(per[n].get(f, 0) for n in names))
+        for f in fns:
+            w(f"| {f} | " + " | ".join(f"{per[n].get(f, 0):.1f}" for n in names) + " |")
+        w("| **total** | " + " | ".join(f"{totals.get(n, 0):.1f}" for n in names) + " |")
+
+
 def main():
     out, repo = sys.argv[1], sys.argv[2]
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
@@ -175,6 +213,7 @@ def main():
         med, _ = medians(prod)
         section(w, out, "prod-", prod)
         prod_targets(w, med)
+        itrace(w, out, "prod-")
         w("")
     w("# Test config (continuity)\n")
     data = load(out, "")

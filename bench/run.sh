@@ -78,6 +78,29 @@ echo "possible_cpus=$(cat /sys/devices/system/cpu/possible)"' \
 	nm "$w/build/vmlinux" | grep -E ' (__start|__stop)_alloc_tags$' > "$out/$name.tags" || true
 done
 
+# Where the instructions go, per function, on the production config:
+# bench/itrace.sh single-steps ITRACE_PAIRS pairs of a loop (BENCH_ITRACE=0
+# skips it).  NAME|BASE|VARIANT|APPEND; loops kmalloc and page.
+itraces=(
+	"prod-compiled-out|upstream|noprof+prod|"
+	"prod-upstream-on|upstream|prod|"
+	"prod-rust-on|rust|prod|"
+	"prod-rust-off|rust|prod|sysctl.vm.mem_profiling=0"
+	"prod-rust-compressed-on|rust|prod|sysctl.vm.mem_profiling=1,compressed"
+)
+if [ "${BENCH_ITRACE:-1}" != 0 ]; then
+	for t in "${itraces[@]}"; do
+		IFS='|' read -r name base variant append <<< "$t"
+		[[ -n "${ITRACE_ONLY:-}" && ! "$name" =~ ${ITRACE_ONLY} ]] && continue
+		for l in "kmalloc|__kmalloc_noprof|30" "page|get_free_pages_noprof|10"; do
+			IFS='|' read -r loop entry pairs <<< "$l"
+			echo "== bench: itrace $name $loop"
+			ITRACE_PAIRS=$pairs CACHE_DIR=$CACHE_DIR "$B/itrace.sh" "$base" "$variant" \
+				"$append" "$loop" "$entry" > "$out/itrace-$name-$loop.txt" 2>&1
+		done
+	done
+fi
+
 python3 "$B/report.py" "$out" "$REPO" > "$B/RESULTS.md" || exit 1
 echo "bench: wrote bench/RESULTS.md"
 sed -n '/^## Loops/,/^## Memory/p' "$B/RESULTS.md" | awk 'NR <= 30'

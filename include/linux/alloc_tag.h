@@ -95,10 +95,15 @@ static inline struct alloc_tag *ct_to_alloc_tag(struct codetag *ct)
 DECLARE_STATIC_KEY_MAYBE(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT,
 			mem_alloc_profiling_key);
 
-static inline bool mem_alloc_profiling_enabled(void)
+/*
+ * Unlikely whatever the default: with profiling off every hook is one
+ * patched no-op, and with it on the hooks' code is a jump away.  (A likely
+ * branch, as upstream tests it when on by default, costs a jump, and with
+ * clang's IBT an endbr64 and another jump, per hook when booted off.)
+ */
+static __always_inline bool mem_alloc_profiling_enabled(void)
 {
-	return static_branch_maybe(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT,
-				   &mem_alloc_profiling_key);
+	return static_branch_unlikely(&mem_alloc_profiling_key);
 }
 
 /*

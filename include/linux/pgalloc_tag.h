@@ -59,19 +59,23 @@ static inline void clear_page_tag_ref(struct page *page)
 		__clear_page_tag_ref(page);
 }
 
-/* Charge @nr pages at @page to @task's current tag. */
-static inline void pgalloc_tag_add(struct page *page, struct task_struct *task,
-				   unsigned int nr)
-{
-	if (mem_alloc_profiling_enabled())
-		__pgalloc_tag_add(page, task->alloc_tag, nr);
-}
+/*
+ * Charge @nr pages at @page to @task's current tag.  Macros, not inlines,
+ * so that the arguments (current, 1 << order) are only computed behind the
+ * key test: the compiler computed them before the patched no-op, and
+ * post_alloc_hook() paid for them with profiling off.
+ */
+#define pgalloc_tag_add(page, task, nr)					\
+do {									\
+	if (mem_alloc_profiling_enabled())				\
+		__pgalloc_tag_add(page, (task)->alloc_tag, nr);		\
+} while (0)
 
-static inline void pgalloc_tag_sub(struct page *page, unsigned int nr)
-{
-	if (mem_alloc_profiling_enabled())
-		__pgalloc_tag_sub(page, nr);
-}
+#define pgalloc_tag_sub(page, nr)					\
+do {									\
+	if (mem_alloc_profiling_enabled())				\
+		__pgalloc_tag_sub(page, nr);				\
+} while (0)
 
 static inline struct alloc_tag *pgalloc_tag_get(struct page *page)
 {

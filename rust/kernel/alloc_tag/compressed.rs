@@ -390,6 +390,19 @@ impl PageIndex<'_> {
         ((self.flags.load(Ordering::Relaxed) >> FIELD_SHIFT) & FIELD_MASK) as u32
     }
 
+    /// Sets the index with a plain read-modify-write of `page->flags`, for
+    /// a page being allocated or freed: the page allocator itself writes
+    /// their flags non-atomically then (`__SetPageHead()` after the
+    /// allocation hook, `page->flags &= ~PAGE_FLAGS_CHECK_AT_PREP` before the
+    /// free hook), so no one else writes them meanwhile.
+    #[inline(always)]
+    fn set_id_owned(&self, id: u32) {
+        let field = FIELD_MASK << FIELD_SHIFT;
+        let bits = (id as usize & FIELD_MASK) << FIELD_SHIFT;
+        let old = self.flags.load(Ordering::Relaxed);
+        self.flags.store((old & !field) | bits, Ordering::Relaxed);
+    }
+
     #[inline(always)]
     fn set_id(&self, id: u32) {
         let field = FIELD_MASK << FIELD_SHIFT;
@@ -416,7 +429,7 @@ impl PageIndex<'_> {
         }
         // SAFETY: a non-NULL `current->alloc_tag` is a tag.
         let tag = unsafe { AllocTag::from_raw(tag) };
-        if let Some(t) = self.record(tag) {
+        if let Some(t) = self.record(tag, Self::set_id_owned) {
             t.charge(bytes);
         }
     }
@@ -425,16 +438,16 @@ impl PageIndex<'_> {
     /// allocation, one more call.
     #[inline(always)]
     pub(crate) fn charge_piece(&self, tag: &AllocTag) {
-        if let Some(t) = self.record(tag) {
+        if let Some(t) = self.record(tag, Self::set_id) {
             t.add_call();
         }
     }
 
-    /// Records `tag`'s index and returns the tag to count on: `tag`, the
-    /// overflow tag, or none when not even the overflow index fits (fewer
-    /// than 2 bits).
+    /// Records `tag`'s index with `set` and returns the tag to count on:
+    /// `tag`, the overflow tag, or none when not even the overflow index fits
+    /// (fewer than 2 bits).
     #[inline(always)]
-    fn record<'t>(&self, tag: &'t AllocTag) -> Option<&'t AllocTag> {
+    fn record<'t>(&self, tag: &'t AllocTag, set: fn(&Self, u32)) -> Option<&'t AllocTag> {
         if cfg!(CONFIG_MEM_ALLOC_PROFILING_DEBUG) {
             let old = self.id();
             if old != ID_NONE && old != ID_EMPTY {
@@ -444,10 +457,10 @@ impl PageIndex<'_> {
         let id = index_of(tag);
         if id > ID_LIMIT.load(Ordering::Relaxed) {
             tag.mark_inaccurate();
-            self.set_id(ID_NONE);
+            set(self, ID_NONE);
             return None;
         }
-        self.set_id(id);
+        set(self, id);
         Some(if id == ID_OVERFLOW {
             &OVERFLOW_TAG
         } else {
@@ -461,7 +474,8 @@ impl PageIndex<'_> {
         tag_of(self.id())
     }
 
-    /// Uncharges `bytes` and one call from the recorded tag and clears it.
+    /// Uncharges `bytes` and one call from the recorded tag and clears it;
+    /// for a page being freed.
     #[inline(always)]
     pub(crate) fn uncharge(&self, bytes: usize) {
         let id = self.id();
@@ -469,7 +483,7 @@ impl PageIndex<'_> {
             debug::warn_free_without_ref();
             return;
         }
-        self.set_id(ID_NONE);
+        self.set_id_owned(ID_NONE);
         if let Some(t) = tag_of(id) {
             t.uncharge(bytes);
         }
