@@ -329,23 +329,30 @@ static inline int att_site(const char *kind, struct att_site *s)
 	return ret;
 }
 
+/* Write @len bytes of @buf to @path in one write(); 0 or -errno. */
+static inline int ai_write(const char *path, const char *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, len) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 /* One command to the test module; 0 or -errno. */
 static inline int att_ctl(const char *fmt, ...)
 {
 	char cmd[64];
 	va_list ap;
-	int fd, ret = 0;
 
 	va_start(ap, fmt);
 	vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	va_end(ap);
-	fd = open(ATT_DIR "/ctl", O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, cmd, strlen(cmd)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
+	return ai_write(ATT_DIR "/ctl", cmd, strlen(cmd));
 }
 
 static inline long att_info(const char *key)
@@ -369,15 +376,7 @@ static inline long att_info(const char *key)
 /* Write @val (with @len bytes) to the sysctl; 0 or -errno. */
 static inline int ai_sysctl_write(const char *val, size_t len)
 {
-	int fd = open(AI_SYSCTL, O_WRONLY);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, val, len) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
+	return ai_write(AI_SYSCTL, val, len);
 }
 
 /* The sysctl's value, or -errno. */

@@ -25,14 +25,7 @@
 
 static int write_str(const char *path, const char *val)
 {
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n < 0 ? -errno : 0;
+	return ai_write(path, val, strlen(val));
 }
 
 static int fi_set(const char *attr, const char *file, const char *val)

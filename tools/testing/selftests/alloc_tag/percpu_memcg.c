@@ -28,15 +28,7 @@
 
 static int write_file(const char *path, const char *s)
 {
-	int fd = open(path, O_WRONLY);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, s, strlen(s)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
+	return ai_write(path, s, strlen(s));
 }
 
 /* The "percpu" line of the memcg's memory.stat, or -1. */
