@@ -421,7 +421,7 @@ def reads(w, out, prefix, data, names, base):
 
 
 def notes(w):
-    w("\n## Notes (test config)\n")
+    w("\n## Notes (test config; the figures in them are from the runs each describes)\n")
     w("- The test config has no CONFIG_JUMP_LABEL (tinyconfig), so `mem_alloc_profiling_enabled()` "
       "is an atomic read and a branch on every hook, not a patched NOP: that is most of the "
       "compiled-in-but-off overhead, for upstream and ours alike (same C shims). The +1% off "
