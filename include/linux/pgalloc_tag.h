@@ -46,11 +46,88 @@ extern struct page_ext_operations page_alloc_tagging_ops;
 	(BITS_PER_LONG - ALLOC_TAG_PGFLAG_TOP_USED - ALLOC_TAG_PGFLAG_REFS)
 #define ALLOC_TAG_PGFLAG_FREE	(ALLOC_TAG_PGFLAG_TOP - NR_PAGEFLAGS)
 
-void __pgalloc_tag_add(struct page *page, struct alloc_tag *tag, unsigned int nr);
-void __pgalloc_tag_sub(struct page *page, unsigned int nr);
+/* Compressed mode entries (the page's tag index in page->flags). */
+void __pgalloc_tag_add_compressed(struct page *page, struct alloc_tag *tag,
+				  unsigned int nr);
+void __pgalloc_tag_sub_compressed(struct page *page, unsigned int nr);
+/* No page_ext reference: store not decided yet, or a page without page_ext. */
+void __pgalloc_tag_add_no_ref(struct page *page, struct alloc_tag *tag,
+			      unsigned int nr);
+void __pgalloc_tag_sub_no_ref(struct page *page, unsigned int nr);
 struct alloc_tag *__pgalloc_tag_get(struct page *page);
 void __pgalloc_tag_sub_pages(struct alloc_tag *tag, unsigned int nr);
 void __clear_page_tag_ref(struct page *page);
+
+#ifdef CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT
+/*
+ * Defined by the Rust core, enabled once in boot if page tags are indexes in
+ * page->flags, never changed after.  The store is decided before any page_ext
+ * exists, and until then the page_ext path finds no reference and asks the
+ * core (__pgalloc_tag_add_no_ref()), which decides.
+ */
+DECLARE_STATIC_KEY_FALSE(mem_alloc_profiling_compressed_key);
+
+static __always_inline bool pgalloc_tag_compressed(void)
+{
+	return static_branch_unlikely(&mem_alloc_profiling_compressed_key);
+}
+
+/* The tag reference in the page_ext of @page (at @pfn), which the caller owns. */
+static __always_inline union codetag_ref *pgalloc_tag_ref(struct page *page,
+							  unsigned long pfn)
+{
+	struct page_ext *ext = __page_ext_get_owned(page, pfn);
+
+	return ext ? page_ext_data(ext, &page_alloc_tagging_ops) : NULL;
+}
+#else
+/* A compressed-only build: page tags are always indexes in page->flags. */
+static __always_inline bool pgalloc_tag_compressed(void)
+{
+	return true;
+}
+
+static __always_inline union codetag_ref *pgalloc_tag_ref(struct page *page,
+							  unsigned long pfn)
+{
+	return NULL;
+}
+#endif
+
+static __always_inline void __pgalloc_tag_add(struct page *page,
+					      unsigned long pfn,
+					      struct alloc_tag *tag,
+					      unsigned int nr)
+{
+	union codetag_ref *ref;
+
+	if (pgalloc_tag_compressed()) {
+		__pgalloc_tag_add_compressed(page, tag, nr);
+		return;
+	}
+	ref = pgalloc_tag_ref(page, pfn);
+	if (likely(ref))
+		alloc_tag_add(ref, tag, (size_t)nr << PAGE_SHIFT);
+	else
+		__pgalloc_tag_add_no_ref(page, tag, nr);
+}
+
+static __always_inline void __pgalloc_tag_sub(struct page *page,
+					      unsigned long pfn,
+					      unsigned int nr)
+{
+	union codetag_ref *ref;
+
+	if (pgalloc_tag_compressed()) {
+		__pgalloc_tag_sub_compressed(page, nr);
+		return;
+	}
+	ref = pgalloc_tag_ref(page, pfn);
+	if (likely(ref))
+		alloc_tag_sub(ref, (size_t)nr << PAGE_SHIFT);
+	else
+		__pgalloc_tag_sub_no_ref(page, nr);
+}
 
 /* Mark @page as intentionally not counted (memblock, hwpoison). */
 static inline void clear_page_tag_ref(struct page *page)
@@ -63,18 +140,21 @@ static inline void clear_page_tag_ref(struct page *page)
  * Charge @nr pages at @page to @task's current tag.  Macros, not inlines,
  * so that the arguments (current, 1 << order) are only computed behind the
  * key test: the compiler computed them before the patched no-op, and
- * post_alloc_hook() paid for them with profiling off.
+ * post_alloc_hook() paid for them with profiling off.  They also compute
+ * the pfn, as page_to_pfn() needs headers that linux/mm.h includes after
+ * this one.
  */
 #define pgalloc_tag_add(page, task, nr)					\
 do {									\
 	if (mem_alloc_profiling_enabled())				\
-		__pgalloc_tag_add(page, (task)->alloc_tag, nr);		\
+		__pgalloc_tag_add(page, page_to_pfn(page),		\
+				  (task)->alloc_tag, nr);		\
 } while (0)
 
 #define pgalloc_tag_sub(page, nr)					\
 do {									\
 	if (mem_alloc_profiling_enabled())				\
-		__pgalloc_tag_sub(page, nr);				\
+		__pgalloc_tag_sub(page, page_to_pfn(page), nr);	\
 } while (0)
 
 static inline struct alloc_tag *pgalloc_tag_get(struct page *page)

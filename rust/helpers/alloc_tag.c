@@ -47,6 +47,14 @@ bool rust_helper_static_key_is_enabled(struct static_key *key)
 	return static_key_enabled(key);
 }
 
+#ifdef CONFIG_PAGE_EXTENSION
+/* An inline with SPARSEMEM; bindgen sees only the FLATMEM prototype. */
+struct page_ext *rust_helper_alloc_tag_page_ext_owned(const struct page *page)
+{
+	return page_ext_get_owned(page);
+}
+#endif
+
 struct page *rust_helper_folio_page(struct folio *folio, unsigned long n)
 {
 	return folio_page(folio, n);

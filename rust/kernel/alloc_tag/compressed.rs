@@ -33,6 +33,11 @@
 use super::{registry, tag_ref::debug, AllocTag, PerCpuCounters};
 use crate::{alloc::flags::GFP_KERNEL, alloc::KVVec, bindings};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+use {
+    super::control::{key_init, ProfilingKey},
+    crate::types::Opaque,
+};
 
 /// Free page-flag bits of this config (`ALLOC_TAG_PGFLAG_FREE`).
 pub const FREE_BITS: u32 = if bindings::ALLOC_TAG_PGFLAG_FREE > 0 {
@@ -121,6 +126,15 @@ const COMPRESSED: u8 = 2;
 /// The chosen store; the layout statics below are written before it is set
 /// to `COMPRESSED` (release) and read after it is seen (acquire).
 static MODE: AtomicU8 = AtomicU8::new(UNDECIDED);
+
+/// The static key the C page hooks test to choose the store
+/// (`pgalloc_tag_compressed()`): enabled once, when compressed mode is
+/// decided, before the first page is charged. A compressed-only build has
+/// no key: its hooks always use compressed mode.
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+#[no_mangle]
+pub static mem_alloc_profiling_compressed_key: ProfilingKey =
+    ProfilingKey(Opaque::new(key_init(false)));
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 static BITS_LIMIT: AtomicU32 = AtomicU32::new(u32::MAX);
 static FELL_BACK: AtomicBool = AtomicBool::new(false);
@@ -212,6 +226,14 @@ fn decide() -> Store {
     MODULE_BASE.store(FIRST_ID + vmlinux_ids, Ordering::Relaxed);
     MODULE_SLOTS.store(MODULE_IDS.min(cap - vmlinux_ids), Ordering::Relaxed);
     MODE.store(COMPRESSED, Ordering::Release);
+    // Decided during boot: at the first page hook (`mm_core_init()`, before
+    // any other CPU runs), at `page_ext` init or at the profiler's initcall,
+    // whichever comes first; each may take the static-key locks.
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+    // SAFETY: a valid static key; the API serialises changes.
+    unsafe {
+        bindings::static_key_set(mem_alloc_profiling_compressed_key.0.get(), true)
+    };
     Store::Compressed
 }
 

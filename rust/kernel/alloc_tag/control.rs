@@ -34,13 +34,13 @@ const ENABLED_BY_DEFAULT: bool = cfg!(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFA
 /// Only changed through the static-key API (`static_key_enable()` and
 /// `static_key_disable()`), which serialise themselves.
 #[repr(transparent)]
-pub struct ProfilingKey(Opaque<bindings::static_key>);
+pub struct ProfilingKey(pub(crate) Opaque<bindings::static_key>);
 
 // SAFETY: all changes go through the static-key API (invariant), which does
 // its own locking; reads are atomic.
 unsafe impl Sync for ProfilingKey {}
 
-const fn key_init(on: bool) -> bindings::static_key {
+pub(crate) const fn key_init(on: bool) -> bindings::static_key {
     #[cfg(CONFIG_JUMP_LABEL)]
     {
         bindings::static_key {

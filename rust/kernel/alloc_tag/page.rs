@@ -76,7 +76,7 @@ impl PageRef {
     fn get(page: *const bindings::page) -> Option<PageRef> {
         // SAFETY: `page` is a valid page that the caller owns (the C hooks'
         // contract), which is what the lock-free lookup needs.
-        let ext = unsafe { bindings::page_ext_get_owned(page) };
+        let ext = unsafe { bindings::alloc_tag_page_ext_owned(page) };
         if ext.is_null() {
             None
         } else {
@@ -204,13 +204,56 @@ fn pages_bytes(nr: u32) -> usize {
     PAGE_SIZE.wrapping_mul(nr as usize)
 }
 
-/// Charges `nr` pages from `page` to `tag`.
+/// Charges `nr` pages from `page` to `tag` in compressed mode; the C hook
+/// (`include/linux/pgalloc_tag.h`) calls it when
+/// `mem_alloc_profiling_compressed_key` is on, or always in a
+/// compressed-only build. In page_ext mode the C hook charges the page's
+/// reference with [`super::tag_ref::alloc_tag_add`] itself.
 ///
 /// # Safety
 ///
 /// `page` is the head of `nr` pages being allocated; `tag` is NULL or a tag.
 #[no_mangle]
-pub unsafe extern "C" fn __pgalloc_tag_add(
+pub unsafe extern "C" fn __pgalloc_tag_add_compressed(
+    page: *mut bindings::page,
+    tag: *mut bindings::alloc_tag,
+    nr: u32,
+) {
+    // A compressed-only build decides its layout on first use; otherwise the
+    // key is on only once compressed mode is decided.
+    if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && compressed::store() != Store::Compressed {
+        return;
+    }
+    // SAFETY: a valid page (caller), in compressed mode (checked above, or
+    // the key the caller tested).
+    unsafe { PageIndex::get(page) }.charge(tag, pages_bytes(nr));
+}
+
+/// Uncharges `nr` pages at `page` in compressed mode.
+///
+/// # Safety
+///
+/// `page` is the head of `nr` pages being freed.
+#[no_mangle]
+pub unsafe extern "C" fn __pgalloc_tag_sub_compressed(page: *mut bindings::page, nr: u32) {
+    if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && compressed::store() != Store::Compressed {
+        return;
+    }
+    // SAFETY: as in `__pgalloc_tag_add_compressed()`.
+    unsafe { PageIndex::get(page) }.uncharge(pages_bytes(nr));
+}
+
+/// The C hook's page_ext path found no reference: either the store is not
+/// decided yet (the first page hooks of the boot run before any `page_ext`
+/// exists, and deciding compressed mode turns the key on), or the page has
+/// no `page_ext` (early boot): not counted, and its tag says so.
+///
+/// # Safety
+///
+/// As [`__pgalloc_tag_add_compressed`].
+#[no_mangle]
+#[cold]
+pub unsafe extern "C" fn __pgalloc_tag_add_no_ref(
     page: *mut bindings::page,
     tag: *mut bindings::alloc_tag,
     nr: u32,
@@ -231,13 +274,14 @@ fn untracked(tag: &AllocTag) {
     tag.mark_inaccurate();
 }
 
-/// Uncharges `nr` pages at `page`.
+/// The free side of [`__pgalloc_tag_add_no_ref`].
 ///
 /// # Safety
 ///
 /// `page` is the head of `nr` pages being freed.
 #[no_mangle]
-pub unsafe extern "C" fn __pgalloc_tag_sub(page: *mut bindings::page, nr: u32) {
+#[cold]
+pub unsafe extern "C" fn __pgalloc_tag_sub_no_ref(page: *mut bindings::page, nr: u32) {
     // SAFETY: `page` is a valid page (caller).
     if let Some(t) = unsafe { PageTag::get(page) } {
         t.uncharge(pages_bytes(nr));
@@ -318,7 +362,7 @@ pub unsafe extern "C" fn __pgalloc_tag_split(
 /// and the charge `new` was allocated with is uncharged when `old` is freed.
 ///
 /// Otherwise both keep theirs. A folio without a tag may be one whose free
-/// never reaches [`__pgalloc_tag_sub`]: a `ZONE_DEVICE` page, made by
+/// never reaches the free hook: a `ZONE_DEVICE` page, made by
 /// `memremap_pages()` (its `page->flags` index zeroed, no `page_ext`) and
 /// given back to its driver, not to the page allocator. In compressed mode
 /// such a page still has an index field, and a charge swapped into it would
