@@ -15,6 +15,8 @@
 
 CACHE_DIR ?= $(HOME)/.cache/allocprof
 BASE      ?= rust
+# The toolchain: LLVM=$(LLVM_SUFFIX) for every kernel make, and its libclang.
+LLVM_SUFFIX ?= -19
 JOBS      ?= $(shell nproc)
 APPEND    ?=
 CMD       ?=
@@ -25,15 +27,34 @@ BOOT_TIMEOUT ?= 300
 DEBUG_BOOT_TIMEOUT ?= 900
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
-export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
+export LIBCLANG_PATH ?= /usr/lib/llvm$(LLVM_SUFFIX)/lib
 
 REPO     := $(CURDIR)
 H        := $(REPO)/harness
 KTAR     := /usr/src/linux-source-6.12.tar.xz
 PRISTINE := $(CACHE_DIR)/src/linux-source-6.12
 # VARIANT=x: another build of BASE's tree with harness/kernel-x.config last;
-# VARIANT=x+y: with kernel-x.config, then kernel-y.config.
+# VARIANT=x+y: with kernel-x.config, then kernel-y.config.  Every target also
+# takes the names make test prints and TEST_TARGETS lists: BASE=rust-conly is
+# BASE=rust VARIANT=conly, BASE=upstream-noprof+prod is BASE=upstream
+# VARIANT=noprof+prod.
 VARIANT  ?=
+TARGET   := $(BASE)
+# make test BASE=x (or VARIANT=y) runs the suite on that one target only.
+ONE_TARGET := $(filter command line,$(origin BASE) $(origin VARIANT))
+ifneq ($(findstring -,$(BASE)),)
+ifneq ($(VARIANT),)
+$(error BASE=$(BASE) names a variant already; drop VARIANT=$(VARIANT))
+endif
+override VARIANT := $(patsubst $(firstword $(subst -, ,$(BASE)))-%,%,$(BASE))
+override BASE    := $(firstword $(subst -, ,$(BASE)))
+else ifneq ($(VARIANT),)
+TARGET   := $(BASE)-$(VARIANT)
+endif
+ifeq ($(filter rust upstream,$(BASE)),)
+$(error unknown BASE=$(BASE): rust or upstream, optionally -VARIANT (harness/kernel-VARIANT.config))
+endif
+$(foreach v,$(subst +, ,$(VARIANT)),$(if $(wildcard $(H)/kernel-$(v).config),,$(error VARIANT $(v): no harness/kernel-$(v).config)))
 W        := $(CACHE_DIR)/$(BASE)$(if $(VARIANT),-$(VARIANT))
 SRC      := $(CACHE_DIR)/$(BASE)/src
 OUT      := $(W)/build
@@ -53,11 +74,11 @@ PHASE    := $(H)/phase
 
 comma    := ,
 
-export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA
+export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SUFFIX
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
 	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series bench test-debug \
-	test-configs
+	test-configs where
 
 all: run
 
@@ -87,7 +108,7 @@ modules: kernel
 	@mkdir -p $(TMODS)
 	@for f in $(SRC)/$(STDIR)/test_modules/*.[ch] $(SRC)/$(STDIR)/test_modules/*.rs $(SRC)/$(STDIR)/test_modules/Makefile; do \
 		cmp -s $$f $(TMODS)/$$(basename $$f) || cp $$f $(TMODS)/; done
-	@$(PHASE) test-modules $(MAKE) -s -C $(OUT) LLVM=-19 M=$(TMODS) modules
+	@$(PHASE) test-modules $(MAKE) -s -C $(OUT) LLVM=$(LLVM_SUFFIX) M=$(TMODS) modules
 
 selftests: tree
 	@mkdir -p $(W)/selftests
@@ -115,7 +136,7 @@ TEST_TARGETS    := rust upstream rust-conly rust-tightbits rust-up rust-noprof r
 CONFIGS_TARGETS := rust-up rust-noprof rust-numa rust-rt rust-distro
 
 test:
-	@TEST_BASES="$(if $(filter command line,$(origin BASE)),$(BASE),$(TEST_TARGETS))" $(H)/test.sh
+	@TEST_BASES="$(if $(ONE_TARGET),$(TARGET),$(TEST_TARGETS))" $(H)/test.sh
 
 # One build and boot per configuration people run (harness/kernel-*.config),
 # each with the suite; CONFIGS=a,b runs a subset (names as in CONFIGS_TARGETS).
@@ -131,7 +152,7 @@ test-debug:
 # Style checks of the Rust core in its kernel tree (read-only: rustfmt is
 # only asked to check, so the hard-linked pristine tree is never written).
 rustfmtcheck: tree
-	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=-19 rustfmtcheck && echo "rustfmtcheck: clean"
+	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=$(LLVM_SUFFIX) rustfmtcheck && echo "rustfmtcheck: clean"
 
 # Overhead side by side with upstream C, in one run: writes bench/RESULTS.md.
 bench: setup pristine
@@ -147,9 +168,13 @@ rustfmt: pristine
 		$$(git -C $(REPO) ls-files 'rust/*.rs')
 
 clippy: config
-	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=-19 CLIPPY=1 -j$(JOBS) rust/kernel.o 2>&1 | \
+	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=$(LLVM_SUFFIX) CLIPPY=1 -j$(JOBS) rust/kernel.o 2>&1 | \
 		tee $(W)/clippy.log | grep -E '^(warning|error)' ; \
 	n=$$(grep -cE '^(warning|error)' $(W)/clippy.log); echo "clippy: $$n warnings"; [ $$n -eq 0 ]
+
+# Which tree a BASE/VARIANT names: make where BASE=rust-conly
+where:
+	@echo "BASE=$(BASE) VARIANT=$(VARIANT) target=$(TARGET) tree=$(W)"
 
 clean-cache:
 	rm -rf $(W)

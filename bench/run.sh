@@ -56,7 +56,7 @@ for c in "${configs[@]}"; do
 		# The benchmark module, built against this very kernel.
 		rm -rf "$w/bench-mod" && mkdir -p "$w/bench-mod"
 		cp "$B/module/alloc_tag_bench.c" "$B/module/alloc_tag_rust_bench.rs" "$B/module/Makefile" "$w/bench-mod/"
-		make -s -C "$w/build" LLVM=-19 M="$w/bench-mod" modules > "$out/module-$key.log" 2>&1 ||
+		make -s -C "$w/build" LLVM="$LLVM_SUFFIX" M="$w/bench-mod" modules > "$out/module-$key.log" 2>&1 ||
 			{ echo "bench: module for $key failed"; exit 1; }
 		mkdir -p "$w/bench-extra"
 		cp "$w/bench-mod/alloc_tag_bench.ko" "$w/bench-mod/alloc_tag_rust_bench.ko" "$out/allocinfo_read" "$w/bench-extra/"

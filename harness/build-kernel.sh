@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Build bzImage and in-tree modules; the full log goes to $W/kernel-build.log.
 set -uo pipefail
+: "${LLVM_SUFFIX:?set by the top Makefile}"
 log=$W/kernel-build.log
-make -C "$SRC" O="$OUT" LLVM=-19 -j"${JOBS:-$(nproc)}" bzImage modules > "$log" 2>&1
+make -C "$SRC" O="$OUT" LLVM="$LLVM_SUFFIX" -j"${JOBS:-$(nproc)}" bzImage modules > "$log" 2>&1
 rc=$?
 # The line of scripts/alloc_tag_check.sh, printed after every vmlinux link.
 grep -E '^alloc_tag: ' "$log" | tail -n 2

@@ -17,7 +17,7 @@ set -euo pipefail
 
 src=$1 out=$2
 shift 2
-mkmake=(make -s -C "$src" O="$out" LLVM=-19)
+mkmake=(make -s -C "$src" O="$out" LLVM="${LLVM_SUFFIX:?set by the top Makefile}")
 
 stamp=$out/.allocprof-config.sha
 want=$( (cat "$@"; [ -n "${BASE_CONFIG:-}" ] && cat "$BASE_CONFIG"

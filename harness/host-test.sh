@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # make host-test, and the first step of make test: the tests that need no
 # kernel.  The serial-log judge (test_ktap.py), the build-time check on
-# synthetic symbol tables (test_alloc_tag_check.sh), the allocinfo tool and
+# synthetic symbol tables (test_alloc_tag_check.sh), the harness's lock and
+# target names (test_harness.sh), the allocinfo tool and
 # the parsers' host crate (their host-test.sh).  Prints each one's result
 # line and failures, ALLOCINFO_BIN=<the static allocinfo for the test VM>,
 # and last "host tests: N passed, N failed, N skipped"; exits non-zero on
@@ -42,6 +43,11 @@ out=$(bash "$H/test_alloc_tag_check.sh" 2>&1)
 echo "$out" | grep -E '^FAIL' | head -n 20
 echo "$out" | tail -n 1
 count "$out" "host: alloc_tag_check"
+
+out=$(bash "$H/test_harness.sh" 2>&1)
+echo "$out" | grep -E '^FAIL' | head -n 20
+echo "$out" | tail -n 1
+count "$out" "host: harness"
 
 tool tools/allocinfo/host-test.sh "allocinfo tool" '^(FAIL|not ok)|passed, [0-9]+ failed'
 tool tools/testing/alloc_tag_parse/host-test.sh "alloc_tag parsers" \

@@ -6,8 +6,9 @@ set -euo pipefail
 KSRC_PKG=linux-source-6.12
 KSRC_PIN=6.12.118-1~deb12u1
 BINDGEN_VERSION=0.73.2
-export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-19/lib}
-PKGS="clang-19 lld-19 llvm-19 libclang-19-dev qemu-system-x86 busybox-static
+: "${LLVM_SUFFIX:?set by the top Makefile}"
+export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm$LLVM_SUFFIX/lib}
+PKGS="clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-dev qemu-system-x86 busybox-static
       flex bison bc libelf-dev libssl-dev cpio make gcc libc6-dev patch python3-ply python3-git"
 
 installed() {
@@ -58,4 +59,4 @@ if [ "$(bindgen --version 2>/dev/null | awk '{print $2}')" != "$BINDGEN_VERSION"
 	echo "setup: installing bindgen-cli $BINDGEN_VERSION"
 	cargo install --locked --quiet bindgen-cli --version "$BINDGEN_VERSION"
 fi
-echo "setup: $KSRC_PKG $(dpkg-query -W -f='${Version}' $KSRC_PKG), $(rustc --version | cut -d' ' -f1-2), bindgen $BINDGEN_VERSION, clang $(clang-19 --version | head -1 | grep -o '[0-9][0-9.]*' | head -1)"
+echo "setup: $KSRC_PKG $(dpkg-query -W -f='${Version}' $KSRC_PKG), $(rustc --version | cut -d' ' -f1-2), bindgen $BINDGEN_VERSION, clang $(clang$LLVM_SUFFIX --version | head -1 | grep -o '[0-9][0-9.]*' | head -1)"
