@@ -137,24 +137,30 @@ static inline void clear_page_tag_ref(struct page *page)
 }
 
 /*
- * Charge @nr pages at @page to @task's current tag.  Macros, not inlines,
+ * Charge @nr pages at @pg to @task's current tag.  Macros, not inlines,
  * so that the arguments (current, 1 << order) are only computed behind the
  * key test: the compiler computed them before the patched no-op, and
  * post_alloc_hook() paid for them with profiling off.  They also compute
  * the pfn, as page_to_pfn() needs headers that linux/mm.h includes after
  * this one.
  */
-#define pgalloc_tag_add(page, task, nr)					\
+#define pgalloc_tag_add(pg, task, nr)					\
 do {									\
-	if (mem_alloc_profiling_enabled())				\
-		__pgalloc_tag_add(page, page_to_pfn(page),		\
+	if (mem_alloc_profiling_enabled()) {				\
+		struct page *__pt_page = (pg);				\
+									\
+		__pgalloc_tag_add(__pt_page, page_to_pfn(__pt_page),	\
 				  (task)->alloc_tag, nr);		\
+	}								\
 } while (0)
 
-#define pgalloc_tag_sub(page, nr)					\
+#define pgalloc_tag_sub(pg, nr)					\
 do {									\
-	if (mem_alloc_profiling_enabled())				\
-		__pgalloc_tag_sub(page, page_to_pfn(page), nr);	\
+	if (mem_alloc_profiling_enabled()) {				\
+		struct page *__pt_page = (pg);				\
+									\
+		__pgalloc_tag_sub(__pt_page, page_to_pfn(__pt_page), nr); \
+	}								\
 } while (0)
 
 static inline struct alloc_tag *pgalloc_tag_get(struct page *page)
