@@ -192,21 +192,25 @@ def prod_notes(w):
       "half the test config's for the same hook work.")
     w("- Off and never: every hook is one patched no-op (`static_branch_unlikely()` whatever "
       "the default; `alloc_hooks()` leaves `current->alloc_tag` alone; the page hooks' "
-      "arguments are computed behind the key). What remains against compiled out is code "
-      "layout around those no-ops in `kfree` (a spilled register, a branch-free kfence "
-      "test), `prep_new_page` (register spills) and `__free_pages` (no longer inlined into "
-      "`free_pages`): see the breakdown tables. Next step: move the hook calls out of those "
-      "functions' fast path blocks (a cold section for the on path) and compare with gcc, "
-      "which distributions build with and which puts no `endbr64` on asm goto targets.")
-    w("- On, slab loops: the C hook is upstream's (extension vector lookup, `virt_to_slab()`, "
-      "`obj_to_index()` with a reciprocal divide on both sides) plus a call into Rust on each "
-      "side (`alloc_tag_add`, `alloc_tag_sub`, about 10 instructions each with the return "
-      "thunk). Next step for the +30% target: compute the slab and the object index once in "
-      "the fast paths (mm/slub.c) and pass them to one Rust entry per side.")
-    w("- On, pages: one call to `page_ext_get_owned()` (patch 0014) per hook instead of "
-      "`page_ext_get()`/`page_ext_put()` and the two PREEMPT_RCU calls upstream makes; "
-      "compressed mode uses no page_ext at all. Next step: the page_ext and index lookups "
-      "inline on the Rust side, and the store mode as a static key tested in C.")
+      "arguments are computed behind the key). What remains against compiled out is register "
+      "allocation around those no-ops: in `__kmalloc_noprof` and `kfree` a spilled gfp mask, "
+      "the object in a stack slot and the asm goto join marked `endbr64` (patch 0015's slab "
+      "hand-over costs 4 of these and saves 39 on the on path); `post_alloc_hook()` no longer "
+      "inlined into `prep_new_page()`, and `__free_pages()` not inlined into `free_pages()`. "
+      "Next step: the hooks' on path in a cold block that reloads what it needs, so that no "
+      "value must survive the fast path's calls for it; compare with gcc.")
+    w("- On, slab loops: the allocation fast path hands its slab to the hook (patch 0015: no "
+      "`virt_to_slab()`, no kfence test); what is left is the vector indexing "
+      "(`obj_to_index()`'s reciprocal divide and the slab address, about 20 per side), flag "
+      "tests and one call into Rust per side (`alloc_tag_add` 10, `alloc_tag_sub` 11). Next "
+      "step for the +30% target: index the vector by offset >> shift for power-of-two caches "
+      "and compute kfree's object index once for the memcg and tagging hooks.")
+    w("- On, pages: the page_ext lookup is inline (patch 0014, SPARSEMEM) and the store mode is "
+      "a static key tested in C, so each hook makes one call into Rust (`alloc_tag_add`/"
+      "`alloc_tag_sub`, or the compressed entries); upstream makes `page_ext_get()`/"
+      "`page_ext_put()` and, with PREEMPT_RCU, the RCU lock calls. Orders 1-3 free tail pages "
+      "through `__pgalloc_tag_get()`, still a Rust call with the store dispatch: the next step "
+      "for their 0.6x target.")
 
 
 def main():
