@@ -135,6 +135,22 @@ class JudgeTest(unittest.TestCase):
                   END.replace("[    1.0] all quiet\n", block.replace("alloc_tag_test_hold", "foo")))
         self.assertFailure(j, "WARNING")
 
+    def test_jump_label_module_load_failure(self):
+        # fault_inject failing jump_label_add_module()'s allocation: its WARN
+        # and the unwinding WARN_ON right after are expected; the unwinding
+        # one alone is not.
+        add = ("[    1.0] ------------[ cut here ]------------\n"
+               "[    1.0] Failed to allocate memory: jump_label may not work properly.\n"
+               "[    1.0] WARNING: CPU: 0 PID: 226 at kernel/jump_label.c:840 "
+               "jump_label_module_notify+0x423/0x460\n")
+        unwind = ("[    1.0] ------------[ cut here ]------------\n"
+                  "[    1.0] WARNING: CPU: 0 PID: 226 at kernel/jump_label.c:806 "
+                  "jump_label_del_module+0x30/0x1f0\n")
+        j = judge(KUNIT_OK + SELFTEST_OK + END.replace("[    1.0] all quiet\n", add + unwind))
+        self.assertEqual(j.failures, [])
+        j = judge(KUNIT_OK + SELFTEST_OK + END.replace("[    1.0] all quiet\n", unwind))
+        self.assertFailure(j, "WARNING")
+
     def test_kasan_and_lockdep(self):
         dump = END.replace("all quiet", "BUG: KASAN: slab-use-after-free in foo\n"
                            "[    1.1] WARNING: possible circular locking dependency detected")
