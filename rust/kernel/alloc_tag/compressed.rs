@@ -191,6 +191,12 @@ pub fn store() -> Store {
     }
 }
 
+/// Whether compressed mode is decided and in effect (no deciding here).
+#[inline(always)]
+pub fn in_effect() -> bool {
+    MODE.load(Ordering::Acquire) == COMPRESSED
+}
+
 /// Whether compressed mode was asked for but did not fit, so page_ext is
 /// used instead.
 pub fn fell_back() -> bool {

@@ -219,10 +219,12 @@ pub unsafe extern "C" fn __pgalloc_tag_add_compressed(
     tag: *mut bindings::alloc_tag,
     nr: u32,
 ) {
-    // A compressed-only build decides its layout on first use; otherwise the
-    // key is on only once compressed mode is decided.
-    if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && compressed::store() != Store::Compressed {
-        return;
+    // A compressed-only build decides its layout on first use (out of line,
+    // so that this path needs no frame); otherwise the key is on only once
+    // compressed mode is decided.
+    if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && !compressed::in_effect() {
+        // SAFETY: the caller's contract is this function's.
+        return unsafe { __pgalloc_tag_add_no_ref(page, tag, nr) };
     }
     // SAFETY: a valid page (caller), in compressed mode (checked above, or
     // the key the caller tested).
@@ -236,8 +238,9 @@ pub unsafe extern "C" fn __pgalloc_tag_add_compressed(
 /// `page` is the head of `nr` pages being freed.
 #[no_mangle]
 pub unsafe extern "C" fn __pgalloc_tag_sub_compressed(page: *mut bindings::page, nr: u32) {
-    if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && compressed::store() != Store::Compressed {
-        return;
+    if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && !compressed::in_effect() {
+        // SAFETY: the caller's contract is this function's.
+        return unsafe { __pgalloc_tag_sub_no_ref(page, nr) };
     }
     // SAFETY: as in `__pgalloc_tag_add_compressed()`.
     unsafe { PageIndex::get(page) }.uncharge(pages_bytes(nr));
