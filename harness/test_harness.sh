@@ -15,7 +15,7 @@ check() {
 		pass=$((pass + 1))
 	else
 		fail=$((fail + 1))
-		echo "FAIL phase lock: $1: got '$2', want '$3'"
+		echo "FAIL harness: $1: got '$2', want '$3'"
 	fi
 }
 # Each run logs its start and end around a pause; a second run starting
@@ -36,7 +36,9 @@ check "another BASE does not wait" "$(two rust kernel log2 upstream kernel)" "st
 check "host-test takes no lock" "$(two rust kernel log3 rust host-test)" "start start end end "
 
 where() {
-	make -s -C "$H/.." CACHE_DIR=/nonexistent "$@" where 2>&1 | sed 's/ tree=.*//'
+	# Not what an enclosing make passes down (make test BASE=rust-conly).
+	env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS -u BASE -u VARIANT \
+		make -s -C "$H/.." CACHE_DIR=/nonexistent "$@" where 2>&1 | sed 's/ tree=.*//'
 }
 check "BASE=rust-conly" "$(where BASE=rust-conly)" "BASE=rust VARIANT=conly target=rust-conly"
 check "BASE=upstream-noprof+prod" "$(where BASE=upstream-noprof+prod)" \
