@@ -55,6 +55,7 @@ build_checks() {
 	local syms="alloc_tag_add alloc_tag_sub alloc_tag_read alloc_tag_top_users_begin
 		    __pgalloc_tag_add_compressed __pgalloc_tag_sub_compressed
 		    __pgalloc_tag_add_no_ref __pgalloc_tag_sub_no_ref
+		    __pgalloc_tag_get_compressed
 		    __pgalloc_tag_split __pgalloc_tag_swap
 		    codetag_load_module codetag_unload_module mem_alloc_profiling_key
 		    page_alloc_tagging_ops"

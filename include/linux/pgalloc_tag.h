@@ -50,6 +50,7 @@ extern struct page_ext_operations page_alloc_tagging_ops;
 void __pgalloc_tag_add_compressed(struct page *page, struct alloc_tag *tag,
 				  unsigned int nr);
 void __pgalloc_tag_sub_compressed(struct page *page, unsigned int nr);
+struct alloc_tag *__pgalloc_tag_get_compressed(struct page *page);
 /* No page_ext reference: store not decided yet, or a page without page_ext. */
 void __pgalloc_tag_add_no_ref(struct page *page, struct alloc_tag *tag,
 			      unsigned int nr);
@@ -129,6 +130,37 @@ static __always_inline void __pgalloc_tag_sub(struct page *page,
 		__pgalloc_tag_sub_no_ref(page, nr);
 }
 
+/*
+ * The tag @page (at @pfn, owned by the caller) is charged to, or NULL.  No
+ * reference: the store is not decided yet or the page has no page_ext, and
+ * the core's general lookup answers.
+ */
+static __always_inline struct alloc_tag *__pgalloc_tag_get_pfn(struct page *page,
+							       unsigned long pfn)
+{
+	union codetag_ref *ref;
+
+	if (pgalloc_tag_compressed())
+		return __pgalloc_tag_get_compressed(page);
+	ref = pgalloc_tag_ref(page, pfn);
+	if (unlikely(!ref))
+		return __pgalloc_tag_get(page);
+	if (!ref->ct || is_codetag_empty(ref))
+		return NULL;
+	return ct_to_alloc_tag(ref->ct);
+}
+
+/*
+ * The tag of @pg, which the caller holds a reference to; the caller tests
+ * mem_alloc_profiling_enabled().  A macro for page_to_pfn(), as above.
+ */
+#define pgalloc_tag_get_owned(pg)					\
+({									\
+	struct page *__pt_page = (pg);					\
+									\
+	__pgalloc_tag_get_pfn(__pt_page, page_to_pfn(__pt_page));	\
+})
+
 /* Mark @page as intentionally not counted (memblock, hwpoison). */
 static inline void clear_page_tag_ref(struct page *page)
 {
@@ -183,6 +215,7 @@ static inline void pgalloc_tag_add(struct page *page, struct task_struct *task,
 static inline void pgalloc_tag_sub(struct page *page, unsigned int nr) {}
 static inline struct alloc_tag *pgalloc_tag_get(struct page *page) { return NULL; }
 static inline struct alloc_tag *__pgalloc_tag_get(struct page *page) { return NULL; }
+#define pgalloc_tag_get_owned(pg) ((struct alloc_tag *)NULL)
 static inline void pgalloc_tag_sub_pages(struct alloc_tag *tag, unsigned int nr) {}
 
 #endif /* CONFIG_MEM_ALLOC_PROFILING */

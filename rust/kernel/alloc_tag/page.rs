@@ -246,6 +246,26 @@ pub unsafe extern "C" fn __pgalloc_tag_sub_compressed(page: *mut bindings::page,
     unsafe { PageIndex::get(page) }.uncharge(pages_bytes(nr));
 }
 
+/// The tag `page` is charged to in compressed mode, or NULL (the tail-page
+/// lookup of `__free_pages()`).
+///
+/// # Safety
+///
+/// `page` is a valid page the caller holds a reference to.
+#[no_mangle]
+pub unsafe extern "C" fn __pgalloc_tag_get_compressed(
+    page: *mut bindings::page,
+) -> *mut bindings::alloc_tag {
+    if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && !compressed::in_effect() {
+        // SAFETY: the caller's contract is this function's.
+        return unsafe { __pgalloc_tag_get(page) };
+    }
+    // SAFETY: as in `__pgalloc_tag_add_compressed()`.
+    unsafe { PageIndex::get(page) }
+        .tag()
+        .map_or(core::ptr::null_mut(), AllocTag::as_raw)
+}
+
 /// The C hook's page_ext path found no reference: either the store is not
 /// decided yet (the first page hooks of the boot run before any `page_ext`
 /// exists, and deciding compressed mode turns the key on), or the page has

@@ -208,4 +208,20 @@ TEST_F(site, split_page)
 	EXPECT_RETURNED("order2");
 }
 
+/*
+ * __free_pages() of a non-compound order-2 block whose head page someone
+ * else still holds frees the three tail pages at once and the head page at
+ * the last put: the tail pages' bytes leave the row with the first, the
+ * call and the head page's bytes with the second.
+ */
+TEST_F(site, free_pages_held_head)
+{
+	BEGIN("order2");
+	ASSERT_EQ(0, att_ctl("order2 2"));
+	EXPECT_DELTA(2 * 4 * PAGE, 2, "order-2 blocks");
+	ASSERT_EQ(0, att_ctl("free_tails"));
+	EXPECT_DELTA(2 * PAGE, 2, "tail pages freed, head pages held");
+	EXPECT_RETURNED("order2");
+}
+
 TEST_HARNESS_MAIN

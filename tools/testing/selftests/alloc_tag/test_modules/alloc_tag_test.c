@@ -20,6 +20,9 @@
  *   node NID N         N x alloc_pages_node(NID, __GFP_THISNODE, 0); -EXDEV
  *                      if a page is not from NID
  *   split              split_page() every order-2 block held
+ *   free_tails         __free_pages(2) of every whole order-2 block held while
+ *                      holding a second reference to its head page: the
+ *                      tail pages go now, the head page stays held
  *   free KIND          free everything held of KIND (order2 frees the pieces)
  *   stress SITE ITERS  on every online CPU at once, ITERS kmalloc/kfree and
  *                      page alloc/free pairs at site stress_SITE (on, toggle)
@@ -92,6 +95,7 @@ struct att_held {
 	void *ptr;
 	unsigned int order;	/* pages: allocation order */
 	bool split;		/* order2: split into single pages */
+	bool head_only;		/* order2: tail pages freed, head page held */
 };
 
 static struct att_site att_sites[ATT_NR_KINDS];
@@ -304,6 +308,8 @@ static void att_free_one(enum att_kind kind, struct att_held *h)
 		if (h->split) {
 			for (i = 0; i < 4; i++)
 				__free_page((struct page *)h->ptr + i);
+		} else if (h->head_only) {
+			put_page(h->ptr);
 		} else {
 			__free_pages(h->ptr, 2);
 		}
@@ -375,6 +381,7 @@ static int att_alloc(enum att_kind kind, unsigned long arg, unsigned int n)
 		h->ptr = p;
 		h->order = kind == ATT_NODE ? 0 : arg;
 		h->split = false;
+		h->head_only = false;
 		att_nr_held[kind]++;
 	}
 	return 0;
@@ -387,9 +394,24 @@ static void att_split(void)
 	for (i = 0; i < att_nr_held[ATT_ORDER2]; i++) {
 		struct att_held *h = &att_held[ATT_ORDER2][i];
 
-		if (!h->split) {
+		if (!h->split && !h->head_only) {
 			split_page(h->ptr, 2);
 			h->split = true;
+		}
+	}
+}
+
+static void att_free_tails(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < att_nr_held[ATT_ORDER2]; i++) {
+		struct att_held *h = &att_held[ATT_ORDER2][i];
+
+		if (!h->split && !h->head_only) {
+			get_page(h->ptr);
+			__free_pages(h->ptr, 2);
+			h->head_only = true;
 		}
 	}
 }
@@ -510,6 +532,10 @@ static int att_command(char *buf)
 	}
 	if (!strcmp(argv[0], "split") && argc == 1) {
 		att_split();
+		return 0;
+	}
+	if (!strcmp(argv[0], "free_tails") && argc == 1) {
+		att_free_tails();
 		return 0;
 	}
 	if (!strcmp(argv[0], "stress") && argc == 3) {
