@@ -12,13 +12,22 @@ import subprocess
 import sys
 import time
 
-CONFIGS = [
-    ("a", "compiled-out"),
-    ("b", "upstream-on"), ("b", "upstream-off"), ("b", "upstream-never"),
-    ("c", "rust-on"), ("c", "rust-off"), ("c", "rust-never"),
-    ("d", "rust-compressed-on"), ("d", "rust-compressed-off"),
-    ("e", "conly-on"), ("e", "conly-off"),
-]
+
+def matrix_bench(repo):
+    """(group, name) of every bench row of harness/matrix, in order."""
+    rows = []
+    with open(os.path.join(repo, "harness", "matrix")) as f:
+        for line in f:
+            fields = line.rstrip("\n").split("|")
+            if fields[0] == "bench" and len(fields) == 5:
+                group, _, name = fields[1].partition(":")
+                rows.append((group, name))
+    return rows
+
+
+# The test-config rows; the production ones are these names with "prod-".
+CONFIGS = [(g, n) for g, n in matrix_bench(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+           if not g.startswith("p")]
 LOOPS = ["kmalloc", "page", "order0", "order1", "order2", "order3", "cache", "rust_kbox", "rust_kvec"]
 # Measured on this kind of machine for upstream 6.12.118 (issue #4, FACTS 8).
 ANCHOR = {
@@ -178,7 +187,7 @@ def itrace(w, out, prefix):
         w("| function | " + " | ".join(names) + " |")
         w("|---" * (len(names) + 1) + "|")
         fns = sorted({f for n in names for f, v in per[n].items() if v >= 2},
-                     key=lambda f: -max(per[n].get(f, 0) for n in names))
+                     key=lambda f: (-max(per[n].get(f, 0) for n in names), f))
         for f in fns:
             w(f"| {f} | " + " | ".join(f"{per[n].get(f, 0):.1f}" for n in names) + " |")
         w("| **total** | " + " | ".join(f"{totals.get(n, 0):.1f}" for n in names) + " |")

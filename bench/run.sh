@@ -14,32 +14,10 @@ export ACCEL=tcg QEMU_EXTRA="-icount shift=0,sleep=off"
 # Static reader, built once.
 gcc -O2 -static -Wall -o "$out/allocinfo_read" "$B/allocinfo_read.c" || exit 1
 
-# LABEL|BASE|VARIANT|APPEND
-configs=(
-	"a:compiled-out|upstream|noprof|"
-	"b:upstream-on|upstream||"
-	"b:upstream-off|upstream||sysctl.vm.mem_profiling=0"
-	"b:upstream-never|upstream||sysctl.vm.mem_profiling=never"
-	"c:rust-on|rust||"
-	"c:rust-off|rust||sysctl.vm.mem_profiling=0"
-	"c:rust-never|rust||sysctl.vm.mem_profiling=never"
-	"d:rust-compressed-on|rust||sysctl.vm.mem_profiling=1,compressed"
-	"d:rust-compressed-off|rust||sysctl.vm.mem_profiling=0,compressed"
-	"e:conly-on|rust|conly|"
-	"e:conly-off|rust|conly|sysctl.vm.mem_profiling=0"
-	# The production config (harness/kernel-prod.config): the headline.
-	"pa:prod-compiled-out|upstream|noprof+prod|"
-	"pb:prod-upstream-on|upstream|prod|"
-	"pb:prod-upstream-off|upstream|prod|sysctl.vm.mem_profiling=0"
-	"pb:prod-upstream-never|upstream|prod|sysctl.vm.mem_profiling=never"
-	"pc:prod-rust-on|rust|prod|"
-	"pc:prod-rust-off|rust|prod|sysctl.vm.mem_profiling=0"
-	"pc:prod-rust-never|rust|prod|sysctl.vm.mem_profiling=never"
-	"pd:prod-rust-compressed-on|rust|prod|sysctl.vm.mem_profiling=1,compressed"
-	"pd:prod-rust-compressed-off|rust|prod|sysctl.vm.mem_profiling=0,compressed"
-	"pe:prod-conly-on|rust|conly+prod|"
-	"pe:prod-conly-off|rust|conly+prod|sysctl.vm.mem_profiling=0"
-)
+# LABEL|BASE|VARIANT|APPEND, from harness/matrix.
+. "$REPO/harness/matrix.sh"
+mapfile -t configs < <(matrix_rows bench)
+[ "${#configs[@]}" -gt 0 ] || { echo "bench: no configurations in $MATRIX"; exit 1; }
 
 # BENCH_ONLY=regex: only the configurations whose label matches (the report
 # still uses the logs of the others from an earlier run).
@@ -80,18 +58,13 @@ done
 
 # Where the instructions go, per function, on the production config:
 # bench/itrace.sh single-steps ITRACE_PAIRS pairs of a loop (BENCH_ITRACE=0
-# skips it).  NAME|BASE|VARIANT|APPEND; loops kmalloc and page.
-itraces=(
-	"prod-compiled-out|upstream|noprof+prod|"
-	"prod-upstream-on|upstream|prod|"
-	"prod-rust-on|rust|prod|"
-	"prod-rust-off|rust|prod|sysctl.vm.mem_profiling=0"
-	"prod-rust-compressed-on|rust|prod|sysctl.vm.mem_profiling=1,compressed"
-)
+# skips it); the configurations named by harness/matrix's itrace rows;
+# loops kmalloc and page.
 if [ "${BENCH_ITRACE:-1}" != 0 ]; then
-	for t in "${itraces[@]}"; do
-		IFS='|' read -r name base variant append <<< "$t"
+	for name in $(matrix_rows itrace); do
 		[[ -n "${ITRACE_ONLY:-}" && ! "$name" =~ ${ITRACE_ONLY} ]] && continue
+		c=$(matrix_bench "$name") || { echo "bench: itrace $name: no such configuration"; exit 1; }
+		IFS='|' read -r base variant append <<< "$c"
 		for l in "kmalloc|__kmalloc_noprof|30" "page|get_free_pages_noprof|10"; do
 			IFS='|' read -r loop entry pairs <<< "$l"
 			echo "== bench: itrace $name $loop"

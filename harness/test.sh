@@ -21,6 +21,7 @@ ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); failures+=("$1"); echo "FAIL $1"; }
 
 . "$H/count.sh"
+. "$H/matrix.sh"
 
 # The result line of the configuration just run.
 target_line() {
@@ -252,79 +253,17 @@ for target in $bases; do
 		continue
 	fi
 
-	# 3. Test boots: NAME|APPEND|TESTS|JUDGE-OPTIONS.  allocprof_store= tells
-	# the page_store selftest which page tag store the boot must be using.
+	# 3. Test boots: NAME|APPEND|TESTS|JUDGE-OPTIONS, from harness/matrix.
 	all=$(paste -sd, "$W/selftests.list")
-	params=(
-		"param-0|kunit.enable=0 sysctl.vm.mem_profiling=0|boot_param|"
-		"param-1|kunit.enable=0 sysctl.vm.mem_profiling=1|boot_param|"
-		"param-never|kunit.enable=0 sysctl.vm.mem_profiling=never|boot_param|"
-		"param-malformed|kunit.enable=0 sysctl.vm.mem_profiling=abc|boot_param|"
-	)
-	case $target in
-	rust)
-		boots=(
-			"main|allocprof_store=page_ext|$all|--kunit"
-			"${params[@]}"
-			"compressed|kunit.enable=0 sysctl.vm.mem_profiling=1,compressed allocprof_store=compressed|$all|"
-			"param-compressed-bad|kunit.enable=0 sysctl.vm.mem_profiling=1,compress|boot_param|"
-			"fallback|kunit.enable=0 sysctl.vm.mem_profiling=1,compressed alloc_tag_page_bits=9 allocprof_store=fallback|allocinfo_format,alloc_sites,page_store|"
-			"early|kunit.enable=0 test_alloc_tag_early.modprobe=alloc_tag_test|early_module|"
-		)
-		;;
-	rust-debug)
-		# allocprof_debug: the selftests expect the debug option's
-		# read-only sysctl.
-		boots=(
-			"main|allocprof_debug allocprof_store=page_ext|$all|--kunit"
-			"compressed|allocprof_debug kunit.enable=0 sysctl.vm.mem_profiling=1,compressed allocprof_store=compressed|$all|"
-			"param-malformed|allocprof_debug kunit.enable=0 sysctl.vm.mem_profiling=abc|boot_param|"
-		)
-		;;
-	rust-up|rust-rt)
-		boots=(
-			"main|allocprof_store=page_ext|$all|--kunit"
-			"compressed|kunit.enable=0 sysctl.vm.mem_profiling=1,compressed allocprof_store=compressed|$all|"
-		)
-		;;
-	rust-numa)
-		# allocprof_numa: the selftests require two online nodes;
-		# allocprof_hmm: and test_hmm.ko (device_private).
-		boots=(
-			"main|allocprof_numa allocprof_hmm allocprof_store=page_ext|$all|--kunit"
-			"compressed|allocprof_numa allocprof_hmm kunit.enable=0 sysctl.vm.mem_profiling=1,compressed allocprof_store=compressed|$all|"
-		)
-		;;
-	rust-noprof)
-		boots=("main|allocprof_noprof|$all|--kunit")
-		;;
-	rust-distro)
-		# Debian's page-flag budget leaves no room for compressed tags:
-		# asking for them must fall back to page_ext, and stay exact.
-		boots=(
-			"main|allocprof_numa allocprof_store=page_ext|$all|"
-			"compressed|allocprof_numa sysctl.vm.mem_profiling=1,compressed allocprof_store=fallback|$all|"
-			"param-never|sysctl.vm.mem_profiling=never|boot_param,percpu_memcg|"
-			# Debian builds KFENCE in but samples nothing by default;
-			# sampling every millisecond puts some of the tests' slab
-			# objects in KFENCE's pool, whose slabs share one extension
-			# per object with memcg.
-			"kfence|kfence.sample_interval=1 allocprof_store=page_ext|alloc_sites,page_store,stress,module_unload,allocinfo_format|"
-		)
-		;;
-	rust-conly)
-		boots=(
-			"main|allocprof_store=compressed|$all|--kunit"
-			"param-0|kunit.enable=0 sysctl.vm.mem_profiling=0|boot_param|"
-			"overflow|kunit.enable=0 alloc_tag_page_bits=9 allocprof_store=overflow|allocinfo_format,page_store|"
-		)
-		;;
-	*)
-		boots=("main||$all|--kunit" "${params[@]}")
-		;;
-	esac
+	if ! brows=$(matrix_boots "$target") || [ -z "$brows" ]; then
+		bad "matrix: no test boots for $target"
+		target_line
+		continue
+	fi
+	mapfile -t boots <<< "$brows"
 	for b in "${boots[@]}"; do
 		IFS='|' read -r name append tests opts <<< "$b"
+		tests=${tests//@all/$all}
 		t=$(date +%s)
 		"$H/vm.sh" boot "$name" "$append ${APPEND:-}" "$tests"
 		out=$(python3 "$H/ktap.py" "$W/logs/$name.log" --name "$target/$name" --expect "$tests" $opts)

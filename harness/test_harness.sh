@@ -4,7 +4,8 @@
 # runs of a writing phase on one CACHE_DIR and BASE take turns (no
 # interleaving in their log); other BASEs and phases that write nothing do
 # not wait.  The Makefile's BASE/VARIANT names: every target takes the names
-# make test prints.  Prints "N passed, N failed".
+# make test prints.  The matrix (harness/matrix): each target's boots, mode
+# words expanded, and its one definition.  Prints "N passed, N failed".
 set -uo pipefail
 H=$(cd "$(dirname "$0")" && pwd)
 t=$(mktemp -d)
@@ -48,5 +49,29 @@ check "default" "$(where)" "BASE=rust VARIANT= target=rust"
 check "unknown BASE refused" "$(where BASE=foo | grep -c 'unknown BASE=foo')" 1
 check "unknown VARIANT refused" "$(where BASE=rust-nope | grep -c 'no harness/kernel-nope.config')" 1
 check "both spellings at once refused" "$(where BASE=rust-up VARIANT=numa | grep -c 'names a variant already')" 1
+# The matrix: boots per target in order, '*' for targets without rows, modes
+# expanded, unknown modes refused; make bench and report.py read it, and no
+# script keeps a copy of its own.
+. "$H/matrix.sh"
+names() { matrix_boots "$1" | cut -d'|' -f1 | tr '\n' ' '; }
+check "matrix: rust boots" "$(names rust)" \
+	"main param-0 param-1 param-never param-malformed compressed param-compressed-bad fallback early "
+check "matrix: a target without rows takes '*'" "$(names upstream)" \
+	"main param-0 param-1 param-never param-malformed "
+check "matrix: modes expanded" "$(matrix_boots rust-conly | sed -n 2p)" \
+	"param-0|kunit.enable=0 sysctl.vm.mem_profiling=0|boot_param|"
+check "matrix: bench row" "$(matrix_bench prod-rust-compressed-off)" \
+	"rust|prod|sysctl.vm.mem_profiling=0,compressed"
+printf 'mode|on|\nboot|x|main|@of|@all|\n' > "$t/matrix"
+check "matrix: unknown mode refused" \
+	"$(MATRIX=$t/matrix bash -c ". '$H/matrix.sh'; matrix_boots x >/dev/null 2>&1 && echo accepted || echo refused")" refused
+check "matrix: itrace rows are bench rows" \
+	"$(for n in $(matrix_rows itrace); do matrix_bench "$n" >/dev/null || echo "$n"; done)" ""
+check "matrix: report.py reads it" \
+	"$(python3 -c "import sys; sys.path.insert(0, '$H/../bench'); import report; print(len(report.CONFIGS))")" \
+	"$(matrix_rows bench | grep -vc '^p')"
+check "matrix: no copies" \
+	"$(ls "$H"/*.sh "$H/../bench/"*.sh "$H/../bench/"*.py "$H/../Makefile" | grep -v '/test_' |
+	   xargs grep -lE 'mem_profiling=(0|1,compressed)[|"]')" ""
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
