@@ -53,7 +53,7 @@ build_checks() {
 			ok
 		fi
 	done
-	local syms="alloc_tag_add alloc_tag_sub alloc_tag_read alloc_tag_top_users_begin
+	local syms="__alloc_tag_add __alloc_tag_sub alloc_tag_read alloc_tag_top_users_begin
 		    __pgalloc_tag_add_compressed __pgalloc_tag_sub_compressed
 		    __pgalloc_tag_add_no_ref __pgalloc_tag_sub_no_ref
 		    __pgalloc_tag_get_compressed

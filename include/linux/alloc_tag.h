@@ -18,6 +18,7 @@
 #include <linux/smp.h>
 #include <linux/static_key.h>
 #include <linux/irqflags.h>
+#include <linux/static_call_types.h>
 
 /* Per-CPU counters of one tag; a CPU's bytes may go negative, the sum not. */
 struct alloc_tag_counters {
@@ -111,9 +112,62 @@ static __always_inline bool mem_alloc_profiling_enabled(void)
  * with profiling off no call is made.
  */
 /* Charge @bytes and one call to @tag and record @tag in @ref. */
-void alloc_tag_add(union codetag_ref *ref, struct alloc_tag *tag, size_t bytes);
+void __alloc_tag_add(union codetag_ref *ref, struct alloc_tag *tag, size_t bytes);
 /* Uncharge @bytes and one call from the tag recorded in @ref, and clear it. */
-void alloc_tag_sub(union codetag_ref *ref, size_t bytes);
+void __alloc_tag_sub(union codetag_ref *ref, size_t bytes);
+
+#ifdef CONFIG_MEM_ALLOC_PROFILING_CAPTURE
+/*
+ * Context capture (rust/kernel/alloc_tag/capture.rs): while some call site
+ * is armed, the slab and percpu hooks' calls go to the capturing versions,
+ * which give each new allocation of an armed site a record and recognise
+ * records on free.  Static calls: with nothing armed the call sites call
+ * __alloc_tag_add()/__alloc_tag_sub() directly, as without capture.  Page
+ * hooks call the plain functions: pages are not captured.
+ */
+void __alloc_tag_add_capture(union codetag_ref *ref, struct alloc_tag *tag,
+			     size_t bytes);
+void __alloc_tag_sub_capture(union codetag_ref *ref, size_t bytes);
+DECLARE_STATIC_CALL(alloc_tag_add, __alloc_tag_add);
+DECLARE_STATIC_CALL(alloc_tag_sub, __alloc_tag_sub);
+
+/*
+ * What a capture record keeps of the allocating context.  The stack is kept
+ * in the record, not in the stack depot: STACKDEPOT cannot be selected by an
+ * option that depends on RUST (the x86 unwinder choice makes that a Kconfig
+ * dependency loop).
+ */
+#define ALLOC_TAG_CAPTURE_FRAMES	16
+struct alloc_tag_capture_ctx {
+	u64 time_ns;		/* ktime_get_boottime_ns() */
+	s32 pid;
+	u32 nr_entries;		/* 0: no stack */
+	char comm[16];		/* TASK_COMM_LEN */
+	unsigned long entries[ALLOC_TAG_CAPTURE_FRAMES];
+};
+
+static __always_inline void alloc_tag_add(union codetag_ref *ref,
+					  struct alloc_tag *tag, size_t bytes)
+{
+	static_call(alloc_tag_add)(ref, tag, bytes);
+}
+
+static __always_inline void alloc_tag_sub(union codetag_ref *ref, size_t bytes)
+{
+	static_call(alloc_tag_sub)(ref, bytes);
+}
+#else
+static __always_inline void alloc_tag_add(union codetag_ref *ref,
+					  struct alloc_tag *tag, size_t bytes)
+{
+	__alloc_tag_add(ref, tag, bytes);
+}
+
+static __always_inline void alloc_tag_sub(union codetag_ref *ref, size_t bytes)
+{
+	__alloc_tag_sub(ref, bytes);
+}
+#endif
 /* The counters of @tag summed over all possible CPUs. */
 struct alloc_tag_counters alloc_tag_read(struct alloc_tag *tag);
 /* Record that an allocation of @tag (may be NULL) could not be counted. */
@@ -140,6 +194,9 @@ static inline bool mem_alloc_profiling_permanently_disabled(void) { return true;
 static inline void alloc_tag_add(union codetag_ref *ref, struct alloc_tag *tag,
 				 size_t bytes) {}
 static inline void alloc_tag_sub(union codetag_ref *ref, size_t bytes) {}
+static inline void __alloc_tag_add(union codetag_ref *ref, struct alloc_tag *tag,
+				   size_t bytes) {}
+static inline void __alloc_tag_sub(union codetag_ref *ref, size_t bytes) {}
 static inline void alloc_tag_set_inaccurate(struct alloc_tag *tag) {}
 #define alloc_tag_record(p)	do {} while (0)
 

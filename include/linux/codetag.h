@@ -30,6 +30,8 @@ struct codetag {
 
 /* The counts of this tag miss allocations whose metadata could not be kept. */
 #define CODETAG_FLAG_INACCURATE		BIT(0)
+/* Context capture is armed for this call site. */
+#define CODETAG_FLAG_CAPTURE		BIT(1)
 #define CODETAG_FLAG_MASK		0xffu
 
 /* Where an allocated object records the tag it was charged to. */

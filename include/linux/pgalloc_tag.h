@@ -95,6 +95,10 @@ static __always_inline union codetag_ref *pgalloc_tag_ref(struct page *page,
 }
 #endif
 
+/*
+ * The page_ext path calls the core's plain entry points, not the static calls
+ * that context capture switches (pages get no capture records).
+ */
 static __always_inline void __pgalloc_tag_add(struct page *page,
 					      unsigned long pfn,
 					      struct alloc_tag *tag,
@@ -108,7 +112,7 @@ static __always_inline void __pgalloc_tag_add(struct page *page,
 	}
 	ref = pgalloc_tag_ref(page, pfn);
 	if (likely(ref))
-		alloc_tag_add(ref, tag, (size_t)nr << PAGE_SHIFT);
+		__alloc_tag_add(ref, tag, (size_t)nr << PAGE_SHIFT);
 	else
 		__pgalloc_tag_add_no_ref(page, tag, nr);
 }
@@ -125,7 +129,7 @@ static __always_inline void __pgalloc_tag_sub(struct page *page,
 	}
 	ref = pgalloc_tag_ref(page, pfn);
 	if (likely(ref))
-		alloc_tag_sub(ref, (size_t)nr << PAGE_SHIFT);
+		__alloc_tag_sub(ref, (size_t)nr << PAGE_SHIFT);
 	else
 		__pgalloc_tag_sub_no_ref(page, nr);
 }
@@ -215,7 +219,7 @@ static inline void pgalloc_tag_add(struct page *page, struct task_struct *task,
 static inline void pgalloc_tag_sub(struct page *page, unsigned int nr) {}
 static inline struct alloc_tag *pgalloc_tag_get(struct page *page) { return NULL; }
 static inline struct alloc_tag *__pgalloc_tag_get(struct page *page) { return NULL; }
-#define pgalloc_tag_get_owned(pg) ((struct alloc_tag *)NULL)
+static inline struct alloc_tag *pgalloc_tag_get_owned(struct page *page) { return NULL; }
 static inline void pgalloc_tag_sub_pages(struct alloc_tag *tag, unsigned int nr) {}
 
 #endif /* CONFIG_MEM_ALLOC_PROFILING */

@@ -176,6 +176,97 @@ struct module *rust_helper_alloc_tag_module_of(unsigned long addr)
 	return __module_address(addr);
 }
 
+#ifdef CONFIG_MEM_ALLOC_PROFILING_CAPTURE
+#include <linux/debugfs.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/static_call.h>
+#include <linux/timekeeping.h>
+
+DEFINE_STATIC_CALL(alloc_tag_add, __alloc_tag_add);
+DEFINE_STATIC_CALL(alloc_tag_sub, __alloc_tag_sub);
+
+/* Capture state, taken from the allocator hooks in any context but NMI. */
+static DEFINE_RAW_SPINLOCK(alloc_tag_capture_lock);
+/* Arm, disarm, report and module unload; static call updates. */
+static DEFINE_MUTEX(alloc_tag_capture_mutex);
+
+unsigned long rust_helper_alloc_tag_capture_lock(void)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&alloc_tag_capture_lock, flags);
+	return flags;
+}
+
+void rust_helper_alloc_tag_capture_unlock(unsigned long flags)
+{
+	raw_spin_unlock_irqrestore(&alloc_tag_capture_lock, flags);
+}
+
+void rust_helper_alloc_tag_capture_mutex_lock(void)
+{
+	mutex_lock(&alloc_tag_capture_mutex);
+}
+
+void rust_helper_alloc_tag_capture_mutex_unlock(void)
+{
+	mutex_unlock(&alloc_tag_capture_mutex);
+}
+
+/* Points the slab and percpu hooks' calls at the capturing versions or back. */
+void rust_helper_alloc_tag_capture_calls(bool on)
+{
+	if (on) {
+		static_call_update(alloc_tag_add, __alloc_tag_add_capture);
+		static_call_update(alloc_tag_sub, __alloc_tag_sub_capture);
+	} else {
+		static_call_update(alloc_tag_add, __alloc_tag_add);
+		static_call_update(alloc_tag_sub, __alloc_tag_sub);
+	}
+}
+
+/*
+ * A capture record, from inside an allocator hook: never sleeps, never
+ * warns; a tagged call site, so the records' memory has a row of its own.
+ */
+void *rust_helper_alloc_tag_capture_alloc(size_t size)
+{
+	return kmalloc(size, GFP_NOWAIT | __GFP_NOWARN);
+}
+
+/*
+ * The allocating context: the stack without the @skip innermost frames, the
+ * task and the time.
+ */
+void rust_helper_alloc_tag_capture_context(struct alloc_tag_capture_ctx *ctx,
+					   unsigned int skip)
+{
+	ctx->nr_entries = stack_trace_save(ctx->entries, ARRAY_SIZE(ctx->entries),
+					   skip);
+	ctx->time_ns = ktime_get_boottime_ns();
+	ctx->pid = task_pid_nr(current);
+	strscpy(ctx->comm, current->comm, sizeof(ctx->comm));
+}
+
+/* Prints @n return addresses, one per line, symbolised. */
+void rust_helper_alloc_tag_capture_show_stack(struct seq_file *m,
+					      const unsigned long *entries,
+					      unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		seq_printf(m, "    %pS\n", (void *)entries[i]);
+}
+
+/* The control and report file, root only. */
+void rust_helper_alloc_tag_capture_debugfs(const struct file_operations *fops)
+{
+	debugfs_create_file("allocinfo_capture", 0600, NULL, NULL, fops);
+}
+#endif /* CONFIG_MEM_ALLOC_PROFILING_CAPTURE */
+
 /*
  * The C view of the structures the Rust core reads or builds, for its layout
  * check (rust/kernel/alloc_tag/layout.rs); the item numbers are shared.
@@ -215,6 +306,10 @@ size_t rust_helper_alloc_tag_c_layout(unsigned int item)
 #endif
 	};
 
+#ifdef CONFIG_MEM_ALLOC_PROFILING_CAPTURE
+	/* capture.rs spells it out. */
+	BUILD_BUG_ON(CODETAG_FLAG_CAPTURE != 2);
+#endif
 	/* The compressed index field ends where the LRU refs field starts. */
 	BUILD_BUG_ON(ALLOC_TAG_PGFLAG_TOP != LRU_REFS_PGOFF);
 	BUILD_BUG_ON(ALLOC_TAG_PGFLAG_FREE < 0);

@@ -322,6 +322,8 @@ extern "C" fn alloc_tag_init() -> c_int {
     }
     sysctl_init();
     super::report::procfs_init();
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+    super::capture::init();
     let (store, width, capacity, tags) = super::compressed::describe();
     pr_info!(
         "alloc_tag: Rust core, {} tags in vmlinux, profiling {}, page tags {}\n",

@@ -31,10 +31,16 @@ use crate::{bindings, percpu::PerCpuPtr, str::CStr, types::Opaque};
 use core::mem::offset_of;
 use core::sync::atomic::{AtomicU32, Ordering};
 
+/// `CODETAG_FLAG_CAPTURE` of include/linux/codetag.h (`BIT(1)`, which
+/// bindgen does not evaluate; rust/helpers/alloc_tag.c checks the value).
+const CODETAG_FLAG_CAPTURE: u32 = 1 << 1;
+
 /// Where the two counters sit in `struct alloc_tag_counters`.
 const BYTES_OFF: usize = offset_of!(bindings::alloc_tag_counters, bytes);
 const CALLS_OFF: usize = offset_of!(bindings::alloc_tag_counters, calls);
 
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+pub mod capture;
 pub mod compressed;
 pub mod control;
 pub mod demangle;
@@ -267,6 +273,23 @@ impl AllocTag {
         let f = self.flags();
         if f.load(Ordering::Relaxed) & bindings::CODETAG_FLAG_INACCURATE == 0 {
             f.fetch_or(bindings::CODETAG_FLAG_INACCURATE, Ordering::Relaxed);
+        }
+    }
+
+    /// Context capture is armed for this site (`CODETAG_FLAG_CAPTURE`).
+    #[inline(always)]
+    pub(crate) fn capture_armed(&self) -> bool {
+        self.flags().load(Ordering::Relaxed) & CODETAG_FLAG_CAPTURE != 0
+    }
+
+    /// Arms or disarms context capture for this site.
+    pub(crate) fn set_capture_armed(&self, on: bool) {
+        if on {
+            self.flags()
+                .fetch_or(CODETAG_FLAG_CAPTURE, Ordering::Relaxed);
+        } else {
+            self.flags()
+                .fetch_and(!CODETAG_FLAG_CAPTURE, Ordering::Relaxed);
         }
     }
 

@@ -132,7 +132,7 @@ impl PageTag<'_> {
             // SAFETY: the reference belongs to the page being allocated; `tag`
             // is NULL or a tag (the hooks' contract).
             PageTag::Ext(r) => unsafe {
-                super::tag_ref::alloc_tag_add(
+                super::tag_ref::__alloc_tag_add(
                     core::ptr::from_ref(r.tag_ref()).cast_mut().cast(),
                     tag,
                     bytes,
@@ -208,7 +208,7 @@ fn pages_bytes(nr: u32) -> usize {
 /// (`include/linux/pgalloc_tag.h`) calls it when
 /// `mem_alloc_profiling_compressed_key` is on, or always in a
 /// compressed-only build. In page_ext mode the C hook charges the page's
-/// reference with [`super::tag_ref::alloc_tag_add`] itself.
+/// reference with [`super::tag_ref::__alloc_tag_add`] itself.
 ///
 /// # Safety
 ///

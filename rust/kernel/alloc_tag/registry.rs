@@ -820,6 +820,12 @@ pub unsafe extern "C" fn codetag_unload_module(module: *mut bindings::module) ->
     // Let the module's pending kfree_rcu() frees land first.
     // SAFETY: no preconditions; may sleep, as module unload may.
     unsafe { bindings::alloc_tag_kvfree_rcu_barrier() };
+    // Armed sites of the module first: their tags may go once drained.
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+    // SAFETY: a module being unloaded, its tags still in place (caller).
+    unsafe {
+        super::capture::module_unload(module)
+    };
     drop_module(module);
     reclaim();
     true

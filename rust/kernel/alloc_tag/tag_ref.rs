@@ -222,7 +222,7 @@ pub(super) mod debug {
 /// one else writes meanwhile; `tag` is NULL or a tag in an `alloc_tags`
 /// section.
 #[no_mangle]
-pub unsafe extern "C" fn alloc_tag_add(
+pub unsafe extern "C" fn __alloc_tag_add(
     ref_: *mut bindings::codetag_ref,
     tag: *mut bindings::alloc_tag,
     bytes: usize,
@@ -246,7 +246,7 @@ pub unsafe extern "C" fn alloc_tag_add(
 /// `ref_` is NULL or a tag reference of the object being freed, which no one
 /// else writes meanwhile.
 #[no_mangle]
-pub unsafe extern "C" fn alloc_tag_sub(ref_: *mut bindings::codetag_ref, bytes: usize) {
+pub unsafe extern "C" fn __alloc_tag_sub(ref_: *mut bindings::codetag_ref, bytes: usize) {
     if ref_.is_null() {
         return;
     }

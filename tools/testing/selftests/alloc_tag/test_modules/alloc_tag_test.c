@@ -26,6 +26,9 @@
  *   free KIND          free everything held of KIND (order2 frees the pieces)
  *   stress SITE ITERS  on every online CPU at once, ITERS kmalloc/kfree and
  *                      page alloc/free pairs at site stress_SITE (on, toggle)
+ *   capture CALLER N   N x kmalloc() at the "capture" site, a wrapper called
+ *                      from caller CALLER (0, 1 or 2: 64, 128, 256 bytes)
+ *   capture_free CALLER  free the objects caller CALLER allocated
  *   release            free what other modules handed over (att_adopt())
  *   rust alloc|free|adopt  the Rust test module's command (att_rust_register())
  *
@@ -69,6 +72,7 @@ enum att_kind {
 	ATT_STRESS_TOGGLE,
 	ATT_NODE,
 	ATT_PERCPU_ACCT,
+	ATT_CAPTURE,
 	ATT_NR_KINDS,
 };
 
@@ -84,6 +88,7 @@ static const char *const att_kind_name[ATT_NR_KINDS] = {
 	[ATT_STRESS_TOGGLE]	= "stress_toggle",
 	[ATT_NODE]		= "node",
 	[ATT_PERCPU_ACCT]	= "percpu_acct",
+	[ATT_CAPTURE]		= "capture",
 };
 
 struct att_site {
@@ -96,6 +101,7 @@ struct att_held {
 	unsigned int order;	/* pages: allocation order */
 	bool split;		/* order2: split into single pages */
 	bool head_only;		/* order2: tail pages freed, head page held */
+	unsigned int caller;	/* capture: which caller allocated it */
 };
 
 static struct att_site att_sites[ATT_NR_KINDS];
@@ -254,6 +260,85 @@ static struct page *att_do_node(int nid)
 	return ATT_SITE(ATT_NODE, alloc_pages_node(nid, GFP_KERNEL | __GFP_THISNODE, 0));
 }
 
+/*
+ * The capture selftest's helper: one allocation site that three callers
+ * reach, so that only the stack tells them apart.  noinline: the callers
+ * must be frames of their own.
+ */
+static noinline void *att_capture_wrapper(size_t size)
+{
+	return ATT_SITE(ATT_CAPTURE, kmalloc(size, GFP_KERNEL));
+}
+
+/*
+ * The empty asm after the call keeps each caller's frame on the stack: a
+ * plain "return att_capture_wrapper(n)" becomes a tail call (a jump).
+ */
+static noinline void *att_capture_caller0(void)
+{
+	void *p = att_capture_wrapper(64);
+
+	asm volatile("" : : "r" (p) : "memory");
+	return p;
+}
+
+static noinline void *att_capture_caller1(void)
+{
+	void *p = att_capture_wrapper(128);
+
+	asm volatile("" : : "r" (p) : "memory");
+	return p;
+}
+
+static noinline void *att_capture_caller2(void)
+{
+	void *p = att_capture_wrapper(256);
+
+	asm volatile("" : : "r" (p) : "memory");
+	return p;
+}
+
+static void *(*const att_capture_callers[])(void) = {
+	att_capture_caller0, att_capture_caller1, att_capture_caller2,
+};
+
+static int att_capture(unsigned int caller, unsigned int n)
+{
+	unsigned int i;
+
+	if (caller >= ARRAY_SIZE(att_capture_callers))
+		return -EINVAL;
+	if (n > ATT_MAX_HELD - att_nr_held[ATT_CAPTURE])
+		return -ENOSPC;
+	for (i = 0; i < n; i++) {
+		struct att_held *h = &att_held[ATT_CAPTURE][att_nr_held[ATT_CAPTURE]];
+
+		h->ptr = att_capture_callers[caller]();
+		if (!h->ptr)
+			return -ENOMEM;
+		h->caller = caller;
+		att_nr_held[ATT_CAPTURE]++;
+	}
+	return 0;
+}
+
+/* Frees what @caller allocated, keeping the others' objects. */
+static void att_capture_free(unsigned int caller)
+{
+	unsigned int i = 0;
+
+	while (i < att_nr_held[ATT_CAPTURE]) {
+		struct att_held *h = &att_held[ATT_CAPTURE][i];
+
+		if (h->caller != caller) {
+			i++;
+			continue;
+		}
+		kfree(h->ptr);
+		*h = att_held[ATT_CAPTURE][--att_nr_held[ATT_CAPTURE]];
+	}
+}
+
 static void *att_stress_on(size_t size)
 {
 	return ATT_SITE(ATT_STRESS_ON, kmalloc(size, GFP_KERNEL));
@@ -278,6 +363,7 @@ static void att_probe_sites(void)
 	att_stress_on(0);
 	att_stress_toggle(0);
 	att_do_node(0);
+	att_capture_wrapper(0);
 	att_probing = false;
 }
 
@@ -288,6 +374,7 @@ static void att_free_one(enum att_kind kind, struct att_held *h)
 	switch (kind) {
 	case ATT_KMALLOC:
 	case ATT_LARGE:
+	case ATT_CAPTURE:
 		kfree(h->ptr);
 		break;
 	case ATT_CACHE:
@@ -532,6 +619,14 @@ static int att_command(char *buf)
 	}
 	if (!strcmp(argv[0], "split") && argc == 1) {
 		att_split();
+		return 0;
+	}
+	if (!strcmp(argv[0], "capture") && argc == 3)
+		return att_capture(a, b);
+	if (!strcmp(argv[0], "capture_free") && argc == 2) {
+		if (a >= ARRAY_SIZE(att_capture_callers))
+			return -EINVAL;
+		att_capture_free(a);
 		return 0;
 	}
 	if (!strcmp(argv[0], "free_tails") && argc == 1) {

@@ -1,0 +1,821 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Context capture: which callers hold the memory of one call site.
+//!
+//! Root arms a call site through `/sys/kernel/debug/allocinfo_capture`.
+//! While it is armed, each new slab or percpu allocation charged to it gets
+//! a [`Record`] (stack, size, task, time); the object's tag
+//! reference then holds the record's address with [`FLAG_RECORD`] set
+//! instead of the tag's code tag, and its free finds the record, uncharges
+//! the site as usual and the record's stack, and frees the record. Reading
+//! the file reports, per armed site, its distinct stacks with live bytes and
+//! calls, largest first.
+//!
+//! Nothing is paid while nothing is armed: the slab and percpu hooks call
+//! the core through two static calls (`alloc_tag_add`, `alloc_tag_sub`),
+//! which point at the plain entry points and are switched to
+//! [`__alloc_tag_add_capture`] and [`__alloc_tag_sub_capture`] only from
+//! the first arm to the last disarm. Page hooks always call the plain entry
+//! points: page allocations are never captured (their references are read
+//! in C and moved by split and migration), they stay counted on the site.
+//!
+//! Limits, all visible in the report: [`MAX_SITES`] armed sites,
+//! [`MAX_RECORDS`] live records, [`MAX_STACKS`] distinct stacks per site
+//! (further stacks, and allocations without a stack, go to one "other
+//! stacks" bucket). Stacks are kept in the records and buckets, at most
+//! `ALLOC_TAG_CAPTURE_FRAMES` return addresses each, not in the stack depot
+//! (which an option depending on RUST cannot select). An allocation that
+//! gets no record (record cap, or the record's allocation failed) is counted
+//! on the site as usual and as `uncaptured` in the report.
+//!
+//! Disarming rewrites the reference of every live record's object to the
+//! site's code tag and frees the records: the site's totals are unchanged,
+//! the objects are freed later as any other. Unloading a module disarms its
+//! sites first.
+//!
+//! Locking, outermost first: the registry (read, for tag strings) -> the
+//! control mutex (arm, disarm, report, module unload; serialises the static
+//! call updates) -> the capture spinlock (raw, irqsave; taken from the
+//! allocator hooks in any context but NMI).
+
+use super::{registry, AllocTag};
+use crate::{
+    bindings,
+    error::{code::*, Result},
+    prelude::*,
+    seq_file::SeqFile,
+    types::Opaque,
+    uaccess::UserSlice,
+};
+use core::{
+    cell::UnsafeCell,
+    ffi::{c_int, c_void},
+    fmt::Write,
+    ptr::null_mut,
+    sync::atomic::{AtomicUsize, Ordering},
+};
+use ffi::{c_char, c_ulong};
+
+/// Armed sites at most.
+pub const MAX_SITES: usize = 8;
+/// Live records at most, all sites together (a record takes a 256-byte
+/// slab object: 4 MiB at most).
+pub const MAX_RECORDS: usize = 16384;
+/// Distinct stacks kept per site; more go to the site's "other" bucket.
+pub const MAX_STACKS: usize = 32;
+
+/// The innermost frames of a captured stack that are capture's own: the
+/// helper that saves it, [`record_add`] and [`__alloc_tag_add_capture`].
+const CAPTURE_FRAMES: u32 = 3;
+
+/// Bit 1 of a tag reference: it holds a [`Record`]'s address, not a code
+/// tag (records and code tags are 8-byte aligned; bit 0 is
+/// `CODETAG_EMPTY`'s).
+const FLAG_RECORD: usize = 2;
+
+const FRAMES: usize = bindings::ALLOC_TAG_CAPTURE_FRAMES as usize;
+
+/// Live bytes and calls of one stack of an armed site.
+#[derive(Clone, Copy)]
+struct Bucket {
+    /// A hash of the stack, to compare stacks quickly.
+    hash: u64,
+    /// The stack's return addresses; none for the "other stacks" bucket.
+    nr: u32,
+    entries: [usize; FRAMES],
+    bytes: i64,
+    calls: i64,
+}
+
+impl Bucket {
+    const EMPTY: Bucket = Bucket {
+        hash: 0,
+        nr: 0,
+        entries: [0; FRAMES],
+        bytes: 0,
+        calls: 0,
+    };
+
+    fn stack(&self) -> &[usize] {
+        &self.entries[..(self.nr as usize).min(FRAMES)]
+    }
+}
+
+/// FNV-1a over the return addresses.
+fn stack_hash(stack: &[usize]) -> u64 {
+    stack.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &a| {
+        (h ^ a as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// One armed call site.
+struct Site {
+    tag: *mut bindings::alloc_tag,
+    /// The live records, a doubly linked list.
+    records: *mut Record,
+    stacks: [Bucket; MAX_STACKS],
+    nstacks: usize,
+    /// Stacks beyond [`MAX_STACKS`], and allocations without a stack.
+    other: Bucket,
+    /// Allocations since arming that got no record.
+    uncaptured: u64,
+}
+
+impl Site {
+    /// The bucket of `stack`, a new one if there is room.
+    fn bucket(&mut self, stack: &[usize]) -> *mut Bucket {
+        if !stack.is_empty() {
+            let hash = stack_hash(stack);
+            for b in &mut self.stacks[..self.nstacks] {
+                if b.hash == hash && b.stack() == stack {
+                    return b;
+                }
+            }
+            if self.nstacks < MAX_STACKS {
+                let b = &mut self.stacks[self.nstacks];
+                *b = Bucket::EMPTY;
+                b.hash = hash;
+                b.nr = stack.len() as u32;
+                b.entries[..stack.len()].copy_from_slice(stack);
+                self.nstacks += 1;
+                return b;
+            }
+        }
+        &mut self.other
+    }
+}
+
+/// What capture keeps of one live allocation of an armed site.
+#[repr(C)]
+struct Record {
+    prev: *mut Record,
+    next: *mut Record,
+    site: *mut Site,
+    bucket: *mut Bucket,
+    /// The object's tag reference, which holds this record's address.
+    ref_: *mut bindings::codetag_ref,
+    bytes: usize,
+    ctx: bindings::alloc_tag_capture_ctx,
+}
+
+/// The armed sites.
+struct State {
+    sites: [*mut Site; MAX_SITES],
+    armed: usize,
+}
+
+/// [`State`] behind the capture spinlock.
+///
+/// # Invariants
+///
+/// The state, the sites it points to and their records are only read or
+/// written with the capture spinlock held; a site's memory is owned by the
+/// state from arming to disarming.
+struct Locked(UnsafeCell<State>);
+
+// SAFETY: every access holds the capture spinlock (invariant).
+unsafe impl Sync for Locked {}
+
+static STATE: Locked = Locked(UnsafeCell::new(State {
+    sites: [null_mut(); MAX_SITES],
+    armed: 0,
+}));
+
+/// Live records.
+static RECORDS: AtomicUsize = AtomicUsize::new(0);
+
+/// The capture spinlock, held.
+struct Guard(c_ulong);
+
+impl Guard {
+    #[inline]
+    fn lock() -> Guard {
+        // SAFETY: no preconditions; released by `drop`.
+        Guard(unsafe { bindings::alloc_tag_capture_lock() })
+    }
+
+    #[inline]
+    fn state(&mut self) -> &mut State {
+        // SAFETY: the spinlock is held for as long as `self` lives, and the
+        // borrow of `self` keeps this the only reference.
+        unsafe { &mut *STATE.0.get() }
+    }
+}
+
+impl Drop for Guard {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: taken by `lock()` with these flags.
+        unsafe { bindings::alloc_tag_capture_unlock(self.0) };
+    }
+}
+
+/// The control mutex, held.
+struct Control;
+
+impl Control {
+    fn lock() -> Control {
+        // SAFETY: process context (the callers: debugfs, module unload).
+        unsafe { bindings::alloc_tag_capture_mutex_lock() };
+        Control
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        // SAFETY: taken by `lock()`.
+        unsafe { bindings::alloc_tag_capture_mutex_unlock() };
+    }
+}
+
+/// The armed site of `tag`, if it is armed.
+fn find(state: &State, tag: *mut bindings::alloc_tag) -> Option<*mut Site> {
+    state
+        .sites
+        .iter()
+        .copied()
+        // SAFETY: non-NULL slots point at live sites (invariant of `Locked`,
+        // whose lock the caller holds through `state`).
+        .find(|&s| !s.is_null() && unsafe { (*s).tag } == tag)
+}
+
+/// `alloc_tag_add` while something is armed: a record for an armed site,
+/// else the plain charge.
+///
+/// # Safety
+///
+/// As `__alloc_tag_add()`.
+#[no_mangle]
+pub unsafe extern "C" fn __alloc_tag_add_capture(
+    ref_: *mut bindings::codetag_ref,
+    tag: *mut bindings::alloc_tag,
+    bytes: usize,
+) {
+    // SAFETY: a non-NULL `tag` is a tag (caller).
+    if !ref_.is_null() && !tag.is_null() && unsafe { AllocTag::from_raw(tag) }.capture_armed() {
+        // SAFETY: the caller's contract is this function's.
+        if unsafe { record_add(ref_, tag, bytes) } {
+            return;
+        }
+    }
+    // SAFETY: the caller's contract is this function's.
+    unsafe { super::tag_ref::__alloc_tag_add(ref_, tag, bytes) }
+}
+
+/// Charges `bytes` to `tag` through a new record; false if it made none
+/// (the caller then charges as usual).
+///
+/// # Safety
+///
+/// `ref_` is the non-NULL reference of an object being allocated, `tag` a
+/// tag.
+#[inline(never)]
+unsafe fn record_add(
+    ref_: *mut bindings::codetag_ref,
+    tag: *mut bindings::alloc_tag,
+    bytes: usize,
+) -> bool {
+    let rec = if RECORDS.fetch_add(1, Ordering::Relaxed) < MAX_RECORDS {
+        // SAFETY: no preconditions; never sleeps.
+        unsafe { bindings::alloc_tag_capture_alloc(core::mem::size_of::<Record>()) }
+            .cast::<Record>()
+    } else {
+        null_mut()
+    };
+    if rec.is_null() {
+        RECORDS.fetch_sub(1, Ordering::Relaxed);
+        let mut g = Guard::lock();
+        if let Some(site) = find(g.state(), tag) {
+            // SAFETY: a live site, under the lock.
+            unsafe { (*site).uncaptured += 1 };
+        }
+        return false;
+    }
+    // SAFETY: an all-zero context is valid; the helper fills it.
+    let mut ctx: bindings::alloc_tag_capture_ctx = unsafe { core::mem::zeroed() };
+    // SAFETY: `ctx` is valid for writes. The stack starts at the hook:
+    // this function, the entry point and the helper are left out.
+    unsafe { bindings::alloc_tag_capture_context(&mut ctx, CAPTURE_FRAMES) };
+
+    let n = (ctx.nr_entries as usize).min(FRAMES);
+    let mut g = Guard::lock();
+    let Some(site) = find(g.state(), tag) else {
+        drop(g);
+        // Disarmed meanwhile.
+        // SAFETY: allocated above, never published.
+        unsafe { bindings::kfree(rec.cast()) };
+        RECORDS.fetch_sub(1, Ordering::Relaxed);
+        return false;
+    };
+    // SAFETY: a live site, under the lock; `rec` is ours, of a `Record`'s
+    // size and kmalloc-aligned.
+    unsafe {
+        let s = &mut *site;
+        let bucket = s.bucket(&ctx.entries[..n]);
+        (*bucket).bytes += bytes as i64;
+        (*bucket).calls += 1;
+        rec.write(Record {
+            prev: null_mut(),
+            next: s.records,
+            site,
+            bucket,
+            ref_,
+            bytes,
+            ctx,
+        });
+        if !s.records.is_null() {
+            (*s.records).prev = rec;
+        }
+        s.records = rec;
+        // The plain charge (debug checks included), then the reference
+        // points at the record.
+        super::tag_ref::__alloc_tag_add(ref_, tag, bytes);
+        (*ref_).ct = (rec as usize | FLAG_RECORD) as *mut bindings::codetag;
+    }
+    drop(g);
+    true
+}
+
+/// `alloc_tag_sub` while something is armed: frees the object's record if
+/// it has one, and uncharges as usual.
+///
+/// # Safety
+///
+/// As `__alloc_tag_sub()`.
+#[no_mangle]
+pub unsafe extern "C" fn __alloc_tag_sub_capture(ref_: *mut bindings::codetag_ref, bytes: usize) {
+    if !ref_.is_null() {
+        // SAFETY: the reference of the object being freed (caller).
+        let ct = unsafe { (*ref_).ct } as usize;
+        if ct & FLAG_RECORD != 0 {
+            // SAFETY: the caller's contract is this function's.
+            unsafe { record_sub(ref_, ct, bytes) };
+            return;
+        }
+    }
+    // SAFETY: the caller's contract is this function's.
+    unsafe { super::tag_ref::__alloc_tag_sub(ref_, bytes) }
+}
+
+/// Frees the record `ct` points at, if the reference still holds it.
+///
+/// # Safety
+///
+/// `ref_` is the non-NULL reference of an object being freed, which held
+/// `ct` when read.
+#[inline(never)]
+unsafe fn record_sub(ref_: *mut bindings::codetag_ref, ct: usize, bytes: usize) {
+    let g = Guard::lock();
+    // SAFETY: the object's reference (caller); disarm only rewrites it
+    // under the lock.
+    if unsafe { (*ref_).ct } as usize != ct {
+        // Disarmed meanwhile: the reference holds the site's tag again.
+        drop(g);
+        // SAFETY: the caller's contract.
+        unsafe { super::tag_ref::__alloc_tag_sub(ref_, bytes) };
+        return;
+    }
+    let rec = (ct & !FLAG_RECORD) as *mut Record;
+    // SAFETY: the reference still holds the record, so it is live and
+    // linked in its site, which is armed; all under the lock.
+    unsafe {
+        let r = &mut *rec;
+        let s = &mut *r.site;
+        (*r.bucket).bytes -= r.bytes as i64;
+        (*r.bucket).calls -= 1;
+        unlink(s, rec);
+        (*ref_).ct = core::ptr::addr_of_mut!((*s.tag).ct);
+        super::tag_ref::__alloc_tag_sub(ref_, bytes);
+    }
+    drop(g);
+    // SAFETY: unlinked above, no longer reachable.
+    unsafe { bindings::kfree(rec.cast()) };
+    RECORDS.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Takes `rec` off its site's list.
+///
+/// # Safety
+///
+/// `rec` is linked in `s`; the capture spinlock is held.
+unsafe fn unlink(s: &mut Site, rec: *mut Record) {
+    // SAFETY: linked records and their neighbours are live (caller).
+    unsafe {
+        let r = &mut *rec;
+        if r.prev.is_null() {
+            s.records = r.next;
+        } else {
+            (*r.prev).next = r.next;
+        }
+        if !r.next.is_null() {
+            (*r.next).prev = r.prev;
+        }
+    }
+}
+
+/// Which tags a control command names.
+struct Spec<'a> {
+    file: Option<&'a [u8]>,
+    line: u32,
+    function: Option<&'a [u8]>,
+    module: Option<&'a [u8]>,
+}
+
+impl<'a> Spec<'a> {
+    /// `FILE:LINE` or `function:NAME`, then optionally `module:NAME`.
+    fn parse(words: &mut impl Iterator<Item = &'a [u8]>) -> Result<Spec<'a>> {
+        let first = words.next().ok_or(EINVAL)?;
+        let mut spec = Spec {
+            file: None,
+            line: 0,
+            function: None,
+            module: None,
+        };
+        if let Some(f) = first.strip_prefix(b"function:") {
+            spec.function = Some(f);
+        } else {
+            let colon = first.iter().rposition(|&c| c == b':').ok_or(EINVAL)?;
+            let line = core::str::from_utf8(&first[colon + 1..]).map_err(|_| EINVAL)?;
+            spec.line = line.parse::<u32>().map_err(|_| EINVAL)?;
+            spec.file = Some(&first[..colon]);
+        }
+        if let Some(w) = words.next() {
+            spec.module = Some(w.strip_prefix(b"module:").ok_or(EINVAL)?);
+        }
+        if words.next().is_some() || spec.file == Some(b"") || spec.function == Some(b"") {
+            return Err(EINVAL);
+        }
+        Ok(spec)
+    }
+
+    fn matches(&self, t: &AllocTag) -> bool {
+        if let Some(f) = self.file {
+            if t.file().as_bytes() != f || t.line() != self.line {
+                return false;
+            }
+        }
+        if let Some(f) = self.function {
+            if t.function().as_bytes() != f {
+                return false;
+            }
+        }
+        match (self.module, t.module_name()) {
+            (None, _) => true,
+            (Some(m), Some(tm)) => tm.as_bytes() == m,
+            (Some(_), None) => false,
+        }
+    }
+}
+
+/// Sites whose records would recurse into capture: the record allocation's
+/// own and the core's.
+fn own_site(t: &AllocTag) -> bool {
+    let f = t.file().as_bytes();
+    f.starts_with(b"rust/helpers/alloc_tag.c")
+        || f.starts_with(b"rust/kernel/alloc_tag/")
+        || f.starts_with(b"lib/stackdepot.c")
+}
+
+/// A zeroed [`Site`] (no tag, no records, empty buckets), built in place:
+/// it is a few KiB.
+fn new_site() -> Result<KBox<Site>> {
+    let site = KBox::<Site>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
+    // SAFETY: all-zero is a valid `Site`: NULL pointers, zero counts, and
+    // buckets with no stack.
+    Ok(unsafe { site.assume_init() })
+}
+
+/// Arms every tag `spec` names.
+fn arm(spec: &Spec<'_>) -> Result {
+    let reg = registry::read().ok_or(ENODEV)?;
+    let _c = Control::lock();
+    let mut found = 0;
+    // A walk by position: an iterator chain over the registry here would be
+    // a generic instance whose mangled name overflows modpost's buffer.
+    let mut pos = 0;
+    while let Some((p, t)) = reg.next_from(pos) {
+        pos = p + 1;
+        if !spec.matches(t) {
+            continue;
+        }
+        found += 1;
+        if own_site(t) {
+            pr_err!(
+                "alloc_tag: capture: {}:{} allocates for capture itself\n",
+                t.file(),
+                t.line()
+            );
+            return Err(EINVAL);
+        }
+        if t.capture_armed() {
+            continue;
+        }
+        let site = KBox::into_raw(new_site()?);
+        // SAFETY: ours, not yet published.
+        unsafe { (*site).tag = t.as_raw() };
+        let first = {
+            let mut g = Guard::lock();
+            let st = g.state();
+            match st.sites.iter().position(|s| s.is_null()) {
+                Some(i) => {
+                    st.sites[i] = site;
+                    st.armed += 1;
+                    Some(st.armed == 1)
+                }
+                None => None,
+            }
+        };
+        let Some(first) = first else {
+            // SAFETY: from `KBox::into_raw()` above, never published.
+            drop(unsafe { KBox::from_raw(site) });
+            pr_err!("alloc_tag: capture: {} sites armed already\n", MAX_SITES);
+            return Err(ENOSPC);
+        };
+        if first {
+            // SAFETY: process context, the control mutex held.
+            unsafe { bindings::alloc_tag_capture_calls(true) };
+        }
+        // Only now: the calls reach the capturing versions.
+        t.set_capture_armed(true);
+    }
+    if found == 0 {
+        return Err(ENOENT);
+    }
+    Ok(())
+}
+
+/// Disarms the armed sites `pick` selects; returns how many.
+///
+/// The control mutex must be held.
+fn disarm_where(_c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize {
+    let mut n = 0;
+    loop {
+        let mut g = Guard::lock();
+        let st = g.state();
+        let Some(i) = st.sites.iter().position(|&s| {
+            // SAFETY: live sites under the lock; their tags are live while
+            // armed (module unload disarms first).
+            !s.is_null() && pick(unsafe { AllocTag::from_raw((*s).tag) })
+        }) else {
+            break;
+        };
+        let site = st.sites[i];
+        st.sites[i] = null_mut();
+        st.armed -= 1;
+        let last = st.armed == 0;
+        // SAFETY: the site was armed until now and is ours; its records are
+        // linked in it and their objects live (a free takes the lock and
+        // finds its reference rewritten).
+        let recs = unsafe {
+            let s = &mut *site;
+            let t = AllocTag::from_raw(s.tag);
+            t.set_capture_armed(false);
+            let mut r = s.records;
+            while !r.is_null() {
+                (*(*r).ref_).ct = t.codetag();
+                r = (*r).next;
+            }
+            core::mem::take(&mut s.records)
+        };
+        drop(g);
+        let mut r = recs;
+        while !r.is_null() {
+            // SAFETY: unlinked from everything above.
+            let next = unsafe { (*r).next };
+            // SAFETY: no longer reachable.
+            unsafe { bindings::kfree(r.cast()) };
+            RECORDS.fetch_sub(1, Ordering::Relaxed);
+            r = next;
+        }
+        // SAFETY: from `KBox::into_raw()` in `arm()`, unpublished above.
+        drop(unsafe { KBox::from_raw(site) });
+        if last {
+            // SAFETY: process context, the control mutex held.
+            unsafe { bindings::alloc_tag_capture_calls(false) };
+        }
+        n += 1;
+    }
+    n
+}
+
+/// Module unload: disarms the sites of `module`, whose tags may go once
+/// their allocations are freed.
+///
+/// # Safety
+///
+/// `module` is a module being unloaded, its tags still valid.
+pub(crate) unsafe fn module_unload(module: *mut bindings::module) {
+    // SAFETY: the module's name is a NUL-terminated array (caller).
+    let name = unsafe { CStr::from_char_ptr((*module).name.as_ptr()) };
+    let c = Control::lock();
+    let n = disarm_where(&c, |t| {
+        t.module_name()
+            .is_some_and(|m| m.as_bytes() == name.as_bytes())
+    });
+    if n > 0 {
+        pr_info!(
+            "alloc_tag: capture: {} sites of {} disarmed at unload\n",
+            n,
+            name
+        );
+    }
+}
+
+/// `seq_file` show of the report.
+///
+/// # Safety
+///
+/// Called by `seq_read()` on our file.
+unsafe extern "C" fn capture_show(m: *mut bindings::seq_file, _v: *mut c_void) -> c_int {
+    match show(m) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+fn show(m: *mut bindings::seq_file) -> Result {
+    // SAFETY: `seq_read()` is showing `m` (our caller's contract).
+    let seq = unsafe { SeqFile::from_raw(m) };
+    let reg = registry::read().ok_or(ENODEV)?;
+    let _c = Control::lock();
+    // Copies of the armed sites, taken under the lock and printed after.
+    let mut snaps = KVec::<KBox<Site>>::with_capacity(MAX_SITES, GFP_KERNEL)?;
+    for _ in 0..MAX_SITES {
+        snaps.push(new_site()?, GFP_KERNEL)?;
+    }
+    let mut nsnaps = 0;
+    {
+        let mut g = Guard::lock();
+        for &s in g.state().sites.iter().filter(|s| !s.is_null()) {
+            // SAFETY: a live site under the lock, copied as plain data into
+            // a site of ours (whose records pointer is never followed).
+            unsafe { core::ptr::copy_nonoverlapping(s, &mut *snaps[nsnaps], 1) };
+            nsnaps += 1;
+        }
+    }
+    let snaps = &mut snaps[..nsnaps];
+    let mut l = Line::new();
+    let _ = writeln!(
+        l,
+        "# allocinfo capture 1.0: {} of {} sites armed, {} of {} records live",
+        snaps.len(),
+        MAX_SITES,
+        RECORDS.load(Ordering::Relaxed),
+        MAX_RECORDS
+    );
+    l.emit(seq);
+    for s in snaps.iter_mut() {
+        // SAFETY: armed while the control mutex is held, so live; its
+        // strings are valid while the registry is held.
+        let t = unsafe { AllocTag::from_raw(s.tag) };
+        let c = t.read();
+        let _ = write!(l, "site {}:{} func:{}", t.file(), t.line(), t.function());
+        if let Some(m) = t.module_name() {
+            let _ = write!(l, " module:{}", m);
+        }
+        let live = s.stacks[..s.nstacks].iter().map(|b| b.calls).sum::<i64>() + s.other.calls;
+        let _ = writeln!(
+            l,
+            " bytes:{} calls:{} captured:{} uncaptured:{} stacks:{}",
+            c.bytes, c.calls, live, s.uncaptured, s.nstacks
+        );
+        l.emit(seq);
+        let n = s.nstacks;
+        let stacks = &mut s.stacks[..n];
+        stacks.sort_unstable_by(|a, b| b.bytes.cmp(&a.bytes).then(a.hash.cmp(&b.hash)));
+        for b in stacks.iter() {
+            let _ = writeln!(l, "  stack bytes:{} calls:{}", b.bytes, b.calls);
+            l.emit(seq);
+            let st = b.stack();
+            // SAFETY: `m` is being shown; `st` holds `st.len()` addresses.
+            unsafe {
+                bindings::alloc_tag_capture_show_stack(m, st.as_ptr().cast(), st.len() as u32)
+            };
+        }
+        if s.other.calls != 0 || s.other.bytes != 0 {
+            let _ = writeln!(l, "  other bytes:{} calls:{}", s.other.bytes, s.other.calls);
+            l.emit(seq);
+        }
+    }
+    drop(reg);
+    Ok(())
+}
+
+/// One line of the report, built on the stack (longer text is cut).
+struct Line {
+    buf: [u8; 512],
+    len: usize,
+}
+
+impl Line {
+    fn new() -> Line {
+        Line {
+            buf: [0; 512],
+            len: 0,
+        }
+    }
+
+    /// Appends the line to `seq` and starts the next.
+    fn emit(&mut self, seq: &SeqFile) {
+        seq.write_bytes(&self.buf[..self.len]);
+        self.len = 0;
+    }
+}
+
+impl Write for Line {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let n = s.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// `file_operations::open`.
+///
+/// # Safety
+///
+/// Called by the VFS to open our file.
+unsafe extern "C" fn capture_open(
+    _inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
+    // SAFETY: `file` is being opened (caller).
+    unsafe { bindings::single_open(file, Some(capture_show), null_mut()) }
+}
+
+/// `file_operations::write`: one command per write.
+///
+/// # Safety
+///
+/// Called by the VFS with a user buffer of `len` bytes.
+unsafe extern "C" fn capture_write(
+    _file: *mut bindings::file,
+    buf: *const c_char,
+    len: usize,
+    _pos: *mut bindings::loff_t,
+) -> isize {
+    match command(buf, len) {
+        Ok(()) => len as isize,
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+/// Runs one command: `arm SPEC`, `disarm SPEC` or `disarm all`.
+fn command(buf: *const c_char, len: usize) -> Result {
+    let mut text = [0u8; 256];
+    if len == 0 || len >= text.len() {
+        return Err(EINVAL);
+    }
+    UserSlice::new(buf as usize, len)
+        .reader()
+        .read_slice(&mut text[..len])?;
+    let text = &text[..len];
+    let text = text.strip_suffix(b"\n").unwrap_or(text);
+    let mut words = text.split(|&c| c == b' ').filter(|w| !w.is_empty());
+    match words.next() {
+        Some(b"arm") => arm(&Spec::parse(&mut words)?),
+        Some(b"disarm") => {
+            let mut rest = words.clone();
+            if rest.next() == Some(b"all") && rest.next().is_none() {
+                let c = Control::lock();
+                disarm_where(&c, |_| true);
+                return Ok(());
+            }
+            let spec = Spec::parse(&mut words)?;
+            let _reg = registry::read().ok_or(ENODEV)?;
+            let c = Control::lock();
+            if disarm_where(&c, |t| spec.matches(t)) == 0 {
+                return Err(ENOENT);
+            }
+            Ok(())
+        }
+        _ => {
+            pr_err!("alloc_tag: capture: commands are arm SPEC, disarm SPEC, disarm all\n");
+            Err(EINVAL)
+        }
+    }
+}
+
+#[repr(transparent)]
+struct FileOps(Opaque<bindings::file_operations>);
+
+// SAFETY: never written after build.
+unsafe impl Sync for FileOps {}
+
+static CAPTURE_FOPS: FileOps = FileOps(Opaque::new(bindings::file_operations {
+    open: Some(capture_open),
+    read: Some(bindings::seq_read),
+    llseek: Some(bindings::seq_lseek),
+    release: Some(bindings::single_release),
+    write: Some(capture_write),
+    // SAFETY: all-zero is valid for the other members (no callbacks, no
+    // owner: built in).
+    ..unsafe { core::mem::zeroed() }
+}));
+
+/// Creates the control and report file (the profiler's initcall).
+pub(crate) fn init() {
+    // SAFETY: static operations; debugfs is up at subsys initcalls.
+    unsafe { bindings::alloc_tag_capture_debugfs(CAPTURE_FOPS.0.get()) };
+}
