@@ -28,7 +28,8 @@ def matrix_bench(repo):
 # The test-config rows; the production ones are these names with "prod-".
 CONFIGS = [(g, n) for g, n in matrix_bench(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
            if not g.startswith("p")]
-LOOPS = ["kmalloc", "page", "order0", "order1", "order2", "order3", "cache", "rust_kbox", "rust_kvec"]
+LOOPS = ["kmalloc", "page", "order0", "order1", "order2", "order3", "cache", "rust_kbox", "rust_kvec",
+         "kmalloc_armed"]
 # Measured on this kind of machine for upstream 6.12.118 (issue #4, FACTS 8).
 ANCHOR = {
     ("compiled-out", "kmalloc"): 233.1, ("compiled-out", "page"): 546.3,
@@ -269,6 +270,23 @@ def main():
     notes(w)
 
 
+def capture_cost(w, med, names):
+    """Issue 21: what an armed site costs per kmalloc/kfree pair."""
+    rows = [(n, med[(n, "kmalloc")], med[(n, "kmalloc_armed")]) for n in names
+            if (n, "kmalloc") in med and (n, "kmalloc_armed") in med]
+    if not rows:
+        return
+    w("\n## Context capture: an armed site (issue 21)\n")
+    w("The kmalloc loop's sizes at a site armed for context capture (bench module loop "
+      "`kmalloc_armed`: each allocation takes a stack trace and a record, each free releases "
+      "it). Unarmed sites pay nothing extra: compare the kmalloc row with a run before "
+      "capture existed.\n")
+    w("| config | kmalloc | kmalloc_armed | armed cost per pair |")
+    w("|---|---|---|---|")
+    for n, plain, armed in rows:
+        w(f"| {n} | {plain:.1f} | {armed:.1f} | +{armed - plain:.1f} |")
+
+
 def section(w, out, prefix, data):
     """Every table of one config set."""
     med, spread = medians(data)
@@ -294,6 +312,7 @@ def section(w, out, prefix, data):
             continue
         cells = [pct(med[(n, l)], med[(base, l)]) if (n, l) in med else "" for n in names if n != base]
         w(f"| {l} | " + " | ".join(cells) + " |")
+    capture_cost(w, med, names)
 
     w("\n## Rust core against upstream C, same mode\n")
     w("| loop | on | off | never |")

@@ -20,6 +20,7 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/alloc_tag.h>
 #include <linux/completion.h>
 #include <linux/gfp.h>
 #include <linux/kthread.h>
@@ -59,6 +60,48 @@ static u64 atb_kmalloc(unsigned int n)
 	for (i = 0; i < ARRAY_SIZE(held); i++)
 		kfree(held[i]);
 	return t;
+}
+
+/*
+ * kmalloc with context capture armed on this site (kernels with
+ * CONFIG_MEM_ALLOC_PROFILING_CAPTURE only): every allocation gets a record
+ * with its stack, every free releases it.  noinline: the site is armed by
+ * its function's name.
+ */
+static noinline void *atb_armed_alloc(size_t size)
+{
+	return kmalloc(size, GFP_KERNEL);
+}
+
+static u64 atb_kmalloc_armed(unsigned int n)
+{
+	void *held[30];
+	unsigned int i;
+	u64 t0, t;
+
+	for (i = 0; i < ARRAY_SIZE(held); i++) {
+		void *first = atb_armed_alloc(8 + i * 8);
+
+		held[i] = atb_armed_alloc(8 + i * 8);
+		kfree(first);
+	}
+	t0 = ktime_get_ns();
+	for (i = 0; i < n; i++)
+		kfree(atb_armed_alloc(8 + (i % 30) * 8));
+	t = ktime_get_ns() - t0;
+	for (i = 0; i < ARRAY_SIZE(held); i++)
+		kfree(held[i]);
+	return t;
+}
+
+/* One context-capture command; -ENODEV without capture. */
+static int atb_capture(const char *cmd)
+{
+#ifdef CONFIG_MEM_ALLOC_PROFILING_CAPTURE
+	return alloc_tag_capture_command(cmd);
+#else
+	return -ENODEV;
+#endif
 }
 
 static u64 atb_page(unsigned int n)
@@ -110,6 +153,7 @@ static const struct {
 	const char *name;
 	u64 (*run)(unsigned int n);
 	unsigned int div;	/* fewer pairs for the costlier loops */
+	bool armed;		/* with capture armed on its site, if there is capture */
 } atb_loops[] = {
 	{ "kmalloc",	atb_kmalloc,	1 },
 	{ "page",	atb_page,	1 },
@@ -118,6 +162,7 @@ static const struct {
 	{ "order2",	atb_order2,	4 },
 	{ "order3",	atb_order3,	8 },
 	{ "cache",	atb_cache_loop,	1 },
+	{ "kmalloc_armed", atb_kmalloc_armed, 8, true },
 };
 
 static DECLARE_COMPLETION(atb_done);
@@ -130,6 +175,9 @@ static int atb_thread(void *unused)
 	for (l = 0; l < ARRAY_SIZE(atb_loops); l++) {
 		if (only && strcmp(only, atb_loops[l].name))
 			continue;
+		if (atb_loops[l].armed &&
+		    atb_capture("arm function:atb_armed_alloc module:alloc_tag_bench"))
+			continue;
 		n = max(pairs / atb_loops[l].div, 1U);
 		atb_loops[l].run(n / 10 + 1);	/* warm caches and pcp lists */
 		for (r = 1; r <= rounds; r++) {
@@ -138,6 +186,8 @@ static int atb_thread(void *unused)
 			pr_info("loop=%s round=%u pairs=%u ns_per_pair=%llu.%llu\n",
 				atb_loops[l].name, r, n, x10 / 10, x10 % 10);
 		}
+		if (atb_loops[l].armed)
+			atb_capture("disarm all");
 	}
 	complete(&atb_done);
 	return 0;

@@ -130,6 +130,8 @@ void __alloc_tag_add_capture(union codetag_ref *ref, struct alloc_tag *tag,
 void __alloc_tag_sub_capture(union codetag_ref *ref, size_t bytes);
 DECLARE_STATIC_CALL(alloc_tag_add, __alloc_tag_add);
 DECLARE_STATIC_CALL(alloc_tag_sub, __alloc_tag_sub);
+/* A command of /sys/kernel/debug/allocinfo_capture from kernel code. */
+int alloc_tag_capture_command(const char *cmd);
 
 /*
  * What a capture record keeps of the allocating context.  The stack is kept

@@ -770,7 +770,11 @@ fn command(buf: *const c_char, len: usize) -> Result {
     UserSlice::new(buf as usize, len)
         .reader()
         .read_slice(&mut text[..len])?;
-    let text = &text[..len];
+    run(&text[..len])
+}
+
+/// Runs one command, from the file or from kernel code.
+fn run(text: &[u8]) -> Result {
     let text = text.strip_suffix(b"\n").unwrap_or(text);
     let mut words = text.split(|&c| c == b' ').filter(|w| !w.is_empty());
     match words.next() {
@@ -794,6 +798,26 @@ fn command(buf: *const c_char, len: usize) -> Result {
             pr_err!("alloc_tag: capture: commands are arm SPEC, disarm SPEC, disarm all\n");
             Err(EINVAL)
         }
+    }
+}
+
+/// One command of the control file from kernel code (the bench module
+/// arms its own site): 0 or a negative errno. Exported to GPL modules with
+/// the rest of the kernel crate.
+///
+/// # Safety
+///
+/// `cmd` is a NUL-terminated string; process context.
+#[no_mangle]
+pub unsafe extern "C" fn alloc_tag_capture_command(cmd: *const c_char) -> c_int {
+    // SAFETY: NUL-terminated (caller).
+    let text = unsafe { CStr::from_char_ptr(cmd) }.as_bytes();
+    if text.is_empty() || text.len() >= 256 {
+        return EINVAL.to_errno();
+    }
+    match run(text) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
     }
 }
 
