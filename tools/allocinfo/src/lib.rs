@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Reading, diffing, watching and exporting Linux memory allocation profiles (/proc/allocinfo).
 
+pub mod capture;
 pub mod cli;
 pub mod cmd;
 pub mod error;

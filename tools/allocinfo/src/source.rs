@@ -169,9 +169,20 @@ pub enum ReadError {
 /// Linux 6.17 every read() of /proc/allocinfo restarted the walk over all tags, so small reads
 /// made a full read quadratic.
 pub fn read_profile(r: impl Read, limit: u64, lenient: bool) -> Result<Profile, ReadError> {
+    let mut parser = LineParser::new(lenient);
+    read_lines(r, limit, |line| parser.feed_bytes(line))?;
+    parser.finish().map_err(ReadError::Parse)
+}
+
+/// Feeds `r` to `feed` one line at a time (without its `\n`), refusing more than `limit` bytes
+/// and lines longer than [`MAX_LINE`] (which `feed` sees, to refuse with its line number).
+pub fn read_lines(
+    r: impl Read,
+    limit: u64,
+    mut feed: impl FnMut(&[u8]) -> Result<(), ParseError>,
+) -> Result<(), ReadError> {
     const CHUNK: usize = 1 << 20;
     let mut reader = BufReader::with_capacity(CHUNK, r);
-    let mut parser = LineParser::new(lenient);
     let mut line = Vec::new();
     let mut total: u64 = 0;
     loop {
@@ -194,13 +205,13 @@ pub fn read_profile(r: impl Read, limit: u64, lenient: bool) -> Result<Profile, 
         if ends {
             line.pop();
         }
-        parser.feed_bytes(&line).map_err(ReadError::Parse)?;
+        feed(&line).map_err(ReadError::Parse)?;
         if !ends && line.len() <= MAX_LINE {
             // The last line, without a final newline.
             break;
         }
     }
-    parser.finish().map_err(ReadError::Parse)
+    Ok(())
 }
 
 #[cfg(test)]
