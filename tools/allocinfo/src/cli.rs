@@ -52,14 +52,20 @@ impl Cli {
     /// The input named by `-i`, given before the command or after it (after wins).
     pub fn input(&self) -> Option<&Path> {
         let after = match &self.command {
-            Command::Top(a) => &a.input,
-            Command::Tree(a) => &a.input,
-            Command::Snapshot(a) => &a.input,
-            Command::Watch(a) => &a.input,
-            Command::Export(a) => &a.input,
-            Command::Diff(_) => &InputArg { input: None },
+            Command::Top(a) => &a.input.input,
+            Command::Tree(a) => &a.input.input,
+            Command::Snapshot(a) => &a.input.input,
+            Command::Watch(a) => &a.input.input,
+            Command::Export(a) => &a.input.input,
+            Command::Capture(CaptureArgs {
+                action: CaptureAction::Show(a),
+            }) => &a.input,
+            Command::Capture(CaptureArgs {
+                action: CaptureAction::Export(a),
+            }) => &a.input,
+            Command::Diff(_) | Command::Capture(_) => &None,
         };
-        after.input.as_deref().or(self.input.as_deref())
+        after.as_deref().or(self.input.as_deref())
     }
 }
 
@@ -92,6 +98,9 @@ pub enum Command {
     /// Export every site for other tools: Prometheus or OpenMetrics (node_exporter textfile
     /// collector), CSV, folded stacks (flame graphs) or pprof's profile.proto
     Export(ExportArgs),
+    /// Context capture: arm a call site, then see which stacks hold its live memory
+    /// (/sys/kernel/debug/allocinfo_capture, root only)
+    Capture(CaptureArgs),
 }
 
 /// What to rank rows by.
@@ -324,6 +333,109 @@ pub struct ExportArgs {
     pub min_size: Option<i64>,
     #[command(flatten)]
     pub filter: FilterArgs,
+}
+
+/// Options of `capture`: one action.
+#[derive(Clone, Debug, Args)]
+pub struct CaptureArgs {
+    #[command(subcommand)]
+    pub action: CaptureAction,
+}
+
+/// What `capture` does.
+#[derive(Clone, Debug, Subcommand)]
+pub enum CaptureAction {
+    /// Arm sites: each new slab or per-CPU allocation charged to them records its stack
+    ///
+    /// SPEC is FILE:LINE or function:NAME as /proc/allocinfo spells them, optionally followed by
+    /// module:NAME for that spec alone. One command is written per SPEC, in order; the first
+    /// the kernel refuses stops the rest.
+    Arm(CaptureArmArgs),
+    /// Disarm sites (their records are freed, their totals stay), or all of them with --all
+    Disarm(CaptureDisarmArgs),
+    /// Per armed site: its totals and the stacks holding its live memory, largest first
+    Show(CaptureShowArgs),
+    /// The captured stacks as pprof's profile.proto or as folded stacks for flame graphs
+    Export(CaptureExportArgs),
+}
+
+/// The capture control file, overridable for tests.
+#[derive(Clone, Debug, Args)]
+pub struct CaptureFileArg {
+    /// The control file to write the commands to
+    #[arg(long = "file", value_name = "PATH", default_value = crate::capture::CAPTURE_FILE)]
+    pub file: PathBuf,
+}
+
+/// Options of `capture arm`.
+#[derive(Clone, Debug, Args)]
+pub struct CaptureArmArgs {
+    /// FILE:LINE or function:NAME, each optionally followed by module:NAME
+    #[arg(value_name = "SPEC", required = true)]
+    pub specs: Vec<String>,
+    /// Only sites of this module, for every SPEC without its own module:NAME
+    #[arg(long, value_name = "NAME")]
+    pub module: Option<String>,
+    #[command(flatten)]
+    pub file: CaptureFileArg,
+}
+
+/// Options of `capture disarm`.
+#[derive(Clone, Debug, Args)]
+pub struct CaptureDisarmArgs {
+    /// FILE:LINE or function:NAME, each optionally followed by module:NAME
+    #[arg(
+        value_name = "SPEC",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub specs: Vec<String>,
+    /// Disarm every armed site
+    #[arg(long)]
+    pub all: bool,
+    /// Only sites of this module, for every SPEC without its own module:NAME
+    #[arg(long, value_name = "NAME", conflicts_with = "all")]
+    pub module: Option<String>,
+    #[command(flatten)]
+    pub file: CaptureFileArg,
+}
+
+/// Options of `capture show`.
+#[derive(Clone, Debug, Args)]
+pub struct CaptureShowArgs {
+    /// Read this saved report instead of /sys/kernel/debug/allocinfo_capture; - for stdin
+    #[arg(short = 'i', long = "input", value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// Stacks to show per site, largest first (0 for all)
+    #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 10)]
+    pub lines: usize,
+    /// Print plain byte counts instead of IEC sizes
+    #[arg(long)]
+    pub bytes: bool,
+}
+
+/// Formats of `capture export`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum CaptureFormat {
+    /// pprof's profile.proto (uncompressed): one sample per stack, its frames as locations
+    #[default]
+    Pprof,
+    /// Folded stacks for flame graphs: outermost;...;innermost bytes
+    Folded,
+}
+
+/// Options of `capture export`.
+#[derive(Clone, Debug, Args)]
+pub struct CaptureExportArgs {
+    /// Read this saved report instead of /sys/kernel/debug/allocinfo_capture; - for stdin
+    #[arg(short = 'i', long = "input", value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// Output format
+    #[arg(short = 'f', long, value_enum, default_value_t = CaptureFormat::Pprof)]
+    pub format: CaptureFormat,
+    /// Write here instead of standard output (a regular file is replaced atomically)
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 fn parse_regex(text: &str) -> Result<Regex, String> {

@@ -17,7 +17,7 @@ pub mod timestamp;
 
 use std::io::Write;
 
-use cli::{Cli, Command, SourceMode};
+use cli::{CaptureAction, Cli, Command, SourceMode};
 use error::{Error, Result};
 use ioctl::KernelFilter;
 use source::Source;
@@ -92,6 +92,32 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
             let source = live(&args.filter.module, args.min_size)?;
             let profile = source.read()?;
             cmd::export::run(&profile, &source.described(), now, args, cli.json, out)
+        }
+        Command::Capture(args) => {
+            if cli.source_mode != SourceMode::Auto {
+                return Err(Error::Usage(
+                    "--source applies to /proc/allocinfo, not to capture".into(),
+                ));
+            }
+            match &args.action {
+                CaptureAction::Arm(_) | CaptureAction::Disarm(_) if cli.input.is_some() => {
+                    Err(Error::Usage(
+                        "capture arm and disarm write the control file (--file); -i does not apply"
+                            .into(),
+                    ))
+                }
+                CaptureAction::Arm(a) => cmd::capture::arm(a, cli.json, out),
+                CaptureAction::Disarm(a) => cmd::capture::disarm(a, cli.json, out),
+                CaptureAction::Show(a) => {
+                    let (report, name) = cmd::capture::read_report(cli.input(), cli.lenient)?;
+                    cmd::capture::show(&report, &name, a, cli.json, out)
+                }
+                CaptureAction::Export(a) => {
+                    let now = timestamp::now_unix_ms();
+                    let (report, name) = cmd::capture::read_report(cli.input(), cli.lenient)?;
+                    cmd::capture::export(&report, &name, now, a, cli.json, out)
+                }
+            }
         }
     }
 }

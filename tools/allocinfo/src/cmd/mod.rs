@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! One module per subcommand, plus the output helpers they share.
 
+pub mod capture;
 pub mod diff;
 pub mod export;
 pub mod snapshot;

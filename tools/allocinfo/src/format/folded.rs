@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use crate::capture::{Frame, Report};
+use crate::format::pprof::OTHER_STACKS;
 use crate::profile::{Site, SiteTotals};
 
 /// A frame name: `;` separates frames and a space separates the value, so both are replaced.
@@ -37,6 +39,40 @@ pub fn render(sites: &[(&Site, SiteTotals)]) -> String {
     out
 }
 
+/// A captured frame: its function, with ` [module]` for module code as the kernel prints it.
+fn capture_frame(f: &Frame) -> String {
+    match &f.module {
+        Some(m) => format!("{} [{}]", frame(&f.function), frame(m)),
+        None => frame(&f.function),
+    }
+}
+
+/// A context-capture report: one line per captured stack holding more than 0 bytes, its
+/// functions outermost first (`entry_SYSCALL_64;...;slab_alloc_node 4096`); a site's `other`
+/// bucket is `[other stacks];<site function>`. Lines with the same functions are summed.
+pub fn render_capture(report: &Report) -> String {
+    let mut stacks: std::collections::BTreeMap<String, i128> = Default::default();
+    for site in &report.sites {
+        for stack in site.stacks.iter().filter(|s| s.bytes > 0) {
+            let names: Vec<String> = stack.frames.iter().rev().map(capture_frame).collect();
+            *stacks.entry(names.join(";")).or_default() += i128::from(stack.bytes);
+        }
+        if let Some(o) = site.other.as_ref().filter(|o| o.bytes > 0) {
+            let s = &site.site;
+            let own = match &s.module {
+                Some(m) => format!("{} [{}]", frame(&s.function), frame(m)),
+                None => frame(&s.function),
+            };
+            *stacks.entry(format!("{OTHER_STACKS};{own}")).or_default() += i128::from(o.bytes);
+        }
+    }
+    let mut out = String::with_capacity(256 * stacks.len());
+    for (stack, bytes) in stacks {
+        let _ = writeln!(out, "{stack} {bytes}");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,6 +84,17 @@ mod tests {
             module: module.map(Into::into),
             function: function.into(),
         }
+    }
+
+    #[test]
+    fn capture_stacks_outermost_first() {
+        let r = crate::cmd::capture::testdata::report();
+        assert_eq!(
+            render_capture(&r),
+            "[other stacks];wrap [tmod] 64\n\
+             caller0 [tmod];wrap [tmod];slab_alloc_node 192\n\
+             vfs_write;caller1 [tmod];wrap [tmod];slab_alloc_node 256\n"
+        );
     }
 
     #[test]
