@@ -169,9 +169,14 @@ fn bytes_calls(text: &str) -> Result<(i64, i64), String> {
 
 fn parse_header(line: &str) -> Result<(usize, usize, usize, usize), String> {
     let Some(rest) = line.strip_prefix(HEADER_PREFIX) else {
+        let hint = if line.starts_with("allocinfo - version: ") {
+            "; this is /proc/allocinfo text, which top and the other commands read"
+        } else {
+            ""
+        };
         return Err(format!(
-            "expected '{HEADER_PREFIX}1.0: ...', not a context-capture report (this is \
-             {CAPTURE_FILE})"
+            "expected '{HEADER_PREFIX}1.0: ...': not a context-capture report (the text of \
+             {CAPTURE_FILE}){hint}"
         ));
     };
     let (version, rest) = rest.split_once(": ").unwrap_or((rest, ""));

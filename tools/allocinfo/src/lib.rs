@@ -113,6 +113,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
                     cmd::capture::show(&report, &name, a, cli.json, out)
                 }
                 CaptureAction::Export(a) => {
+                    cmd::capture::check_export(cli.json)?;
                     let now = timestamp::now_unix_ms();
                     let (report, name) = cmd::capture::read_report(cli.input(), cli.lenient)?;
                     cmd::capture::export(&report, &name, now, a, cli.json, out)

@@ -796,3 +796,268 @@ fn ioctl_source_is_for_the_live_file_only() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
     assert_eq!(v["source"], f.as_str());
 }
+
+fn capture_fixture(name: &str) -> String {
+    fixture(&format!("capture/{name}"))
+}
+
+/// A temporary control file, created empty as the kernel's exists before the tool writes it.
+fn control_file(dir: &std::path::Path) -> String {
+    let path = dir.join("allocinfo_capture");
+    if let Err(e) = std::fs::write(&path, "") {
+        panic!("create {}: {e}", path.display());
+    }
+    path.to_string_lossy().into_owned()
+}
+
+fn read(path: &str) -> String {
+    match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) => panic!("read {path}: {e}"),
+    }
+}
+
+#[test]
+fn capture_arm_and_disarm_write_exact_commands() {
+    let dir = temp_dir("capture-control");
+    let file = control_file(&dir);
+    let out = ok(&[
+        "capture",
+        "arm",
+        "mm/util.c:650",
+        "function:seq_buf_alloc",
+        "module:seq",
+        "lib/a.c:7",
+        "--file",
+        &file,
+    ]);
+    assert_eq!(
+        read(&file),
+        "arm mm/util.c:650\narm function:seq_buf_alloc module:seq\narm lib/a.c:7\n"
+    );
+    assert_eq!(
+        out,
+        "arm mm/util.c:650\narm function:seq_buf_alloc module:seq\narm lib/a.c:7\n"
+    );
+
+    let file = control_file(&dir);
+    ok(&[
+        "capture",
+        "disarm",
+        "--module",
+        "ext4",
+        "fs/ext4/super.c:100",
+        "a.c:1",
+        "module:m",
+        "--file",
+        &file,
+    ]);
+    assert_eq!(
+        read(&file),
+        "disarm fs/ext4/super.c:100 module:ext4\ndisarm a.c:1 module:m\n"
+    );
+
+    let file = control_file(&dir);
+    let out = ok(&["--json", "capture", "disarm", "--all", "--file", &file]);
+    assert_eq!(read(&file), "disarm all\n");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["written"][0], "disarm all");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn capture_control_errors() {
+    let dir = temp_dir("capture-errors");
+    let file = control_file(&dir);
+    // Bad specs are usage errors, and nothing is written.
+    for bad in [
+        &["capture", "arm", "mm/util.c", "--file", &file][..],
+        &["capture", "arm", "mm/util.c:x", "--file", &file],
+        &["capture", "arm", "module:m", "--file", &file],
+        &["capture", "arm", "function:", "--file", &file],
+        &["capture", "arm", "a.c:1 b.c:2", "--file", &file],
+        &["capture", "arm", "--file", &file],
+        &["capture", "disarm", "--file", &file],
+        &["capture", "disarm", "--all", "a.c:1", "--file", &file],
+        &["-i", "x", "capture", "arm", "a.c:1", "--file", &file],
+        &["capture", "--source", "ioctl", "show"],
+        &["--json", "capture", "export", "-i", "x"],
+    ] {
+        let o = run(bad);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+    }
+    let long = format!("{}:1", "d/".repeat(130));
+    let o = run(&["capture", "arm", &long, "--file", &file]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("longer than the 255 bytes"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(read(&file), "");
+
+    // A file that is not there is not created.
+    let missing = dir.join("missing").to_string_lossy().into_owned();
+    let o = run(&["capture", "arm", "a.c:1", "--file", &missing]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with(&format!("allocinfo: cannot open {missing}: ")));
+    assert!(!dir.join("missing").exists());
+
+    // A write refused with ENOSPC (/dev/full): the errno in words, what was not tried.
+    let o = run(&["capture", "arm", "a.c:1", "b.c:2", "--file", "/dev/full"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("allocinfo: /dev/full: 'arm a.c:1': the kernel's cap of armed sites"),
+        "{err}"
+    );
+    assert!(err.contains("(ENOSPC); not tried: 'arm b.c:2'"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn capture_show_text_and_json() {
+    let f = capture_fixture("two-sites.txt");
+    let out = ok(&["capture", "show", "-i", &f]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("{f}: 2 of 8 sites armed, 9 of 16384 records live")
+    );
+    assert!(out.contains(
+        "\nsite mm/util.c:650 func:kvmalloc_node_noprof\n\
+         \x20 total:    1.1 MiB in 21 live allocations\n\
+         \x20 captured: 76.0 KiB in 4 calls (3 stacks); 2 since arming got no record\n\
+         \x20 stack 1 of 3: 64.0 KiB in 2 calls\n\
+         \x20     __kmalloc_node_noprof+0x1c2/0x420\n\
+         \x20     kvmalloc_node_noprof+0x4a/0xd0\n\
+         \x20     0xffffffffc0a01234\n\
+         \x20 stack 2 of 3: 4.0 KiB in 1 call\n"
+    ));
+    assert!(out.ends_with(
+        "  other stacks (past the kernel's per-site cap, or none taken): 8.0 KiB in 1 call\n"
+    ));
+    // The global -i before the command, and -n.
+    let out = ok(&["-i", &f, "capture", "show", "-n", "1", "--bytes"]);
+    assert!(out.contains("  stack 1 of 3: 65536 in 2 calls\n"), "{out}");
+    assert!(
+        out.contains("  (2 stacks more: 4096 in 1 call; -n 0 shows all)\n"),
+        "{out}"
+    );
+
+    let out = ok(&["capture", "show", "--json", "-i", &f]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["source"], f.as_str());
+    assert_eq!(v["armed"], 2);
+    assert_eq!(v["sites"][0]["module"], "alloc_tag_test");
+    assert_eq!(v["sites"][0]["stacks"][0]["bytes"], 256);
+    assert_eq!(
+        v["sites"][0]["stacks"][0]["frames"][1]["text"],
+        "att_capture_wrapper+0x4c/0x60 [alloc_tag_test]"
+    );
+    assert_eq!(
+        v["sites"][1]["stacks"][0]["frames"][2]["offset"],
+        serde_json::Value::Null
+    );
+    assert_eq!(v["sites"][1]["other"]["bytes"], 8192);
+
+    let out = ok(&["capture", "show", "-i", &capture_fixture("none-armed.txt")]);
+    assert!(
+        out.ends_with(": 0 of 8 sites armed, 0 of 16384 records live\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn capture_show_reads_standard_input() {
+    let text = read(&capture_fixture("one-site.txt"));
+    let mut child = Command::new(BIN)
+        .args(["capture", "show", "-i", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).starts_with("<stdin>: 1 of 8 sites armed"));
+}
+
+#[test]
+fn capture_malformed_reports_are_refused_with_their_line() {
+    let cases = [
+        ("not-capture.txt", 1, "this is /proc/allocinfo text"),
+        (
+            "bad-version.txt",
+            1,
+            "unsupported capture report version '1.1'",
+        ),
+        ("bad-site.txt", 2, "expected func:<name>"),
+        ("bad-frame.txt", 4, "offset '12' is not 0x<hex>"),
+        ("frame-outside-stack.txt", 3, "outside a stack"),
+        ("stack-without-frames.txt", 4, "stack without frames"),
+        ("bad-other.txt", 5, "bytes 'x'"),
+        ("blank-line.txt", 5, "expected a 'site'"),
+        ("stack-count.txt", 5, "says stacks:2 but has 1"),
+        ("captured-count.txt", 5, "says captured:3"),
+        ("truncated.txt", 5, "1 of the 2 armed sites"),
+    ];
+    for (name, line, needle) in cases {
+        let path = capture_fixture(&format!("malformed/{name}"));
+        for args in [
+            &["capture", "show", "-i", &path][..],
+            &["capture", "export", "-f", "folded", "-i", &path],
+        ] {
+            let o = run(args);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+            assert!(
+                err.starts_with(&format!("allocinfo: {path}: line {line}: ")),
+                "{name}: {err}"
+            );
+            assert!(err.contains(needle), "{name}: {err}");
+            assert!(o.stdout.is_empty(), "{name}: partial output");
+        }
+    }
+    // --lenient reads the blank line.
+    let path = capture_fixture("malformed/blank-line.txt");
+    ok(&["--lenient", "capture", "show", "-i", &path]);
+}
+
+#[test]
+fn capture_export_folded_and_pprof() {
+    let f = capture_fixture("two-sites.txt");
+    let out = ok(&["capture", "export", "-f", "folded", "-i", &f]);
+    assert_eq!(
+        out,
+        "0xffffffffc0a01234;kvmalloc_node_noprof;__kmalloc_node_noprof 65536\n\
+         [other stacks];kvmalloc_node_noprof 8192\n\
+         entry_SYSCALL_64_after_hwframe;att_capture_caller0 [alloc_tag_test];att_capture_wrapper [alloc_tag_test];slab_alloc_node 192\n\
+         entry_SYSCALL_64_after_hwframe;do_syscall_64;ksys_read;vfs_read;seq_read_iter;kvmalloc_node_noprof;__kmalloc_node_noprof 4096\n\
+         entry_SYSCALL_64_after_hwframe;do_syscall_64;ksys_write;vfs_write;att_capture [alloc_tag_test];att_capture_caller1 [alloc_tag_test];att_capture_wrapper [alloc_tag_test];slab_alloc_node 256\n"
+    );
+    let dir = temp_dir("capture-export");
+    let pb = dir.join("capture.pb");
+    let pb_s = pb.to_string_lossy().into_owned();
+    let out = ok(&["capture", "export", "-i", &f, "-o", &pb_s]);
+    assert!(out.is_empty());
+    let data = std::fs::read(&pb).unwrap();
+    // A profile.proto: sample types first (field 1, length-delimited), the names in the table.
+    assert_eq!(data[0], 0x0a);
+    let text = String::from_utf8_lossy(&data);
+    for s in [
+        "inuse_space",
+        "att_capture_caller1",
+        "alloc_tag_test",
+        "[other stacks]",
+        "site_function",
+    ] {
+        assert!(text.contains(s), "{s} not in the profile");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

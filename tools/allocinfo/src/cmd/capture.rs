@@ -406,6 +406,18 @@ pub fn show(
     )
 }
 
+/// The usage checks of `capture export`, made before its input is read.
+pub fn check_export(json: bool) -> Result<()> {
+    if json {
+        return Err(Error::Usage(
+            "--json does not apply to capture export (capture show --json prints the report as \
+             JSON)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// `capture export`. `now_ms` stamps the pprof profile (the report carries no time).
 pub fn export(
     report: &Report,
@@ -415,13 +427,7 @@ pub fn export(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    if json {
-        return Err(Error::Usage(
-            "--json does not apply to capture export (capture show --json prints the report as \
-             JSON)"
-                .into(),
-        ));
-    }
+    check_export(json)?;
     let data = match args.format {
         CaptureFormat::Pprof => {
             let comment = format!(
