@@ -18,6 +18,8 @@ venv="$CACHE_DIR/venv"
 fixtures="$here/tests/fixtures"
 selftest="$here/../testing/selftests/alloc_tag/allocinfo_tool.sh"
 valid="v1-builtin-modules.txt v1-negative.txt v2-accurate.txt escaping.txt vm-6.12.118-rust.txt vm-6.12.118-upstream.txt"
+# Context-capture reports (capture show/export), under tests/fixtures/capture.
+capture_valid="two-sites.txt one-site.txt none-armed.txt"
 target=x86_64-unknown-linux-gnu
 
 passed=0
@@ -99,6 +101,14 @@ if check "python venv with prometheus_client and protobuf" setup_venv; then
 		check "protobuf decodes export -f pprof of $f" \
 			"$venv/bin/python" tests/validate_pprof_proto.py "$work/$f.pb" "$work/$f.json"
 	done
+	# capture export -f pprof: one sample per stack, frames leaf first, against show --json.
+	for f in $capture_valid; do
+		"$bin" capture show --json -n 0 -i "$fixtures/capture/$f" >"$work/capture-$f.json" 2>&1
+		"$bin" capture export -f pprof -i "$fixtures/capture/$f" >"$work/capture-$f.pb" 2>&1
+		check "protobuf decodes capture export -f pprof of $f" \
+			"$venv/bin/python" tests/validate_capture_pprof.py proto "$work/capture-$f.pb" \
+			"$work/capture-$f.json"
+	done
 else
 	fail "export validation skipped: no prometheus_client or protobuf"
 fi
@@ -114,6 +124,16 @@ if command -v go >/dev/null 2>&1; then
 	}
 	for f in $valid; do
 		check "go tool pprof reads export -f pprof of $f" pprof_matches "$f"
+	done
+	capture_pprof_matches() {
+		local f=$1
+		"$bin" capture show --json -n 0 -i "$fixtures/capture/$f" >"$work/capture-$f.json" &&
+			"$bin" capture export -f pprof -i "$fixtures/capture/$f" -o "$work/capture-$f.pb" &&
+			HOME="$CACHE_DIR/gohome" go tool pprof -raw "$work/capture-$f.pb" >"$work/capture-$f.raw" &&
+			python3 tests/validate_capture_pprof.py raw "$work/capture-$f.raw" "$work/capture-$f.json"
+	}
+	for f in $capture_valid; do
+		check "go tool pprof reads capture export -f pprof of $f" capture_pprof_matches "$f"
 	done
 else
 	echo "SKIP: pprof output not checked: no go tool (apt-get install golang-go)"
