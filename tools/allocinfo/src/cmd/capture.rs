@@ -32,15 +32,22 @@ pub fn refusal(command: &str, arm: bool, errno: i32) -> String {
                                 /proc/allocinfo; function:NAME is the func: of a row)"
             .to_string(),
         libc::ENOENT => "no armed site matches".to_string(),
-        libc::ENOSPC => "the kernel's cap of armed sites is reached (8; capture show lists \
-                         them): disarm one first"
-            .to_string(),
+        libc::ENOSPC => {
+            "the kernel's cap of armed sites (8) is reached: disarm one first".to_string()
+        }
         libc::ENODEV => "allocation profiling is not running in this kernel".to_string(),
         libc::EPERM | libc::EACCES => "not permitted (root only)".to_string(),
         _ => io::Error::from_raw_os_error(errno).to_string(),
     };
     let name = errno_name(errno).map_or(String::new(), |n| format!(" ({n})"));
-    format!("{}: {why}{name}", quote(command))
+    // The kernel arms the sites a spec matches one by one: a refusal part way leaves the
+    // earlier ones armed.
+    let partial = if arm && matches!(errno, libc::EINVAL | libc::ENOSPC) {
+        "; sites of this spec matched before the refusal may be armed (capture show lists them)"
+    } else {
+        ""
+    };
+    format!("{}: {why}{name}{partial}", quote(command))
 }
 
 fn errno_name(errno: i32) -> Option<&'static str> {
@@ -59,6 +66,9 @@ fn errno_name(errno: i32) -> Option<&'static str> {
 fn open_hint(path: &Path, e: &io::Error) -> &'static str {
     if path != Path::new(CAPTURE_FILE) {
         return "";
+    }
+    if e.raw_os_error() == Some(libc::ENODEV) {
+        return " (allocation profiling is not running in this kernel)";
     }
     match e.kind() {
         io::ErrorKind::NotFound => {
@@ -550,6 +560,12 @@ mod tests {
             "{m}"
         );
         assert!(m.ends_with("(ENOENT)"), "{m}");
+        let m = refusal("arm function:f", true, libc::ENOSPC);
+        assert!(
+            m.contains("(ENOSPC); sites of this spec matched before"),
+            "{m}"
+        );
+        assert!(!refusal("disarm a.c:1", false, libc::EINVAL).contains("matched before"));
         assert!(refusal("disarm a.c:1", false, libc::ENOENT).contains("no armed site matches"));
         assert!(refusal("arm a.c:1", true, libc::ENOSPC).contains("cap of armed sites"));
         assert!(refusal("arm a.c:1", true, libc::EINVAL).contains("capture itself allocates"));
