@@ -486,12 +486,15 @@ fn new_site() -> Result<KBox<Site>> {
 }
 
 /// Arms every tag `spec` names.
+/// All or nothing: a spec naming a site capture allocates from, or more
+/// sites than there are free slots, arms none.
 fn arm(spec: &Spec<'_>) -> Result {
     let reg = registry::read().ok_or(ENODEV)?;
     let _c = Control::lock();
-    let mut found = 0;
-    // A walk by position: an iterator chain over the registry here would be
-    // a generic instance whose mangled name overflows modpost's buffer.
+    // First pass: refuse before arming anything. A walk by position: an
+    // iterator chain over the registry here would be a generic instance
+    // whose mangled name overflows modpost's buffer.
+    let (mut found, mut new) = (0, 0);
     let mut pos = 0;
     while let Some((p, t)) = reg.next_from(pos) {
         pos = p + 1;
@@ -507,7 +510,28 @@ fn arm(spec: &Spec<'_>) -> Result {
             );
             return Err(EINVAL);
         }
-        if t.capture_armed() {
+        if !t.capture_armed() {
+            new += 1;
+        }
+    }
+    if found == 0 {
+        return Err(ENOENT);
+    }
+    let armed = Guard::lock().state().armed;
+    if armed + new > MAX_SITES {
+        pr_err!(
+            "alloc_tag: capture: {} sites armed, {} more asked for, {} at most\n",
+            armed,
+            new,
+            MAX_SITES
+        );
+        return Err(ENOSPC);
+    }
+    // Second pass: arm them (the control mutex keeps the count valid).
+    let mut pos = 0;
+    while let Some((p, t)) = reg.next_from(pos) {
+        pos = p + 1;
+        if !spec.matches(t) || t.capture_armed() {
             continue;
         }
         let site = KBox::into_raw(new_site()?);
@@ -537,9 +561,6 @@ fn arm(spec: &Spec<'_>) -> Result {
         }
         // Only now: the calls reach the capturing versions.
         t.set_capture_armed(true);
-    }
-    if found == 0 {
-        return Err(ENOENT);
     }
     Ok(())
 }
@@ -715,8 +736,12 @@ impl Line {
         }
     }
 
-    /// Appends the line to `seq` and starts the next.
+    /// Appends the line to `seq` and starts the next. A line cut at the
+    /// buffer's end still ends the line.
     fn emit(&mut self, seq: &SeqFile) {
+        if self.len == self.buf.len() {
+            self.buf[self.len - 1] = b'\n';
+        }
         seq.write_bytes(&self.buf[..self.len]);
         self.len = 0;
     }

@@ -240,6 +240,45 @@ TEST_F(capture, bad_commands)
 	EXPECT_EQ(-EINVAL, cap_cmd("arm function:rust_helper_alloc_tag_capture_alloc"));
 }
 
+/* The report's "N of M sites armed". */
+static int cap_armed(void)
+{
+	size_t len;
+	char *text = ai_slurp(CAP_PATH, 4096, &len);
+	int n = -1;
+
+	if (text && sscanf(text, "# allocinfo capture 1.0: %d of", &n) != 1)
+		n = -1;
+	free(text);
+	return n;
+}
+
+/* 8 sites at most; a command that would pass the cap is refused. */
+TEST_F(capture, site_cap)
+{
+	static const char *const kinds[] = {
+		"kmalloc", "large", "cache", "pages", "vmalloc", "percpu", "order2",
+		"node", "stress_on",
+	};
+	struct att_site k;
+
+	for (int i = 0; i < 8; i++) {
+		ASSERT_EQ(0, att_site(kinds[i], &k));
+		ASSERT_EQ(0, cap_cmd("arm %s:%u", k.file, k.line)) TH_LOG("%s", kinds[i]);
+	}
+	EXPECT_EQ(8, cap_armed());
+	ASSERT_EQ(0, att_site(kinds[8], &k));
+	EXPECT_EQ(-ENOSPC, cap_cmd("arm %s:%u", k.file, k.line));
+	EXPECT_EQ(-ENOSPC, cap_cmd("arm function:att_capture_wrapper"));
+	EXPECT_EQ(8, cap_armed());
+	EXPECT_EQ(-ENOENT, cap_cmd("disarm %s:%u", k.file, k.line));
+	ASSERT_EQ(0, att_site(kinds[0], &k));
+	ASSERT_EQ(0, cap_cmd("disarm %s:%u", k.file, k.line));
+	EXPECT_EQ(7, cap_armed());
+	ASSERT_EQ(0, cap_cmd("disarm all"));
+	EXPECT_EQ(0, cap_armed());
+}
+
 /* failslab counts GFP_KERNEL and GFP_NOWAIT allocations; only fail-nth fires. */
 static int fi_slab(bool on)
 {
