@@ -118,6 +118,24 @@ static const struct cap_stack *cap_stack_of(const struct cap_site *cs, int c)
 	return found;
 }
 
+/* The row of function @func of the hold module (loaded or gone). */
+static int ai_find_func_fn(const struct ai_row *r, void *arg)
+{
+	struct ai_row *out = arg;
+
+	if (strcmp(r->func, out->func) || strcmp(r->module, "alloc_tag_test_hold"))
+		return 0;
+	*out = *r;
+	return 1;
+}
+
+static int ai_find_func(const char *func, struct ai_row *out)
+{
+	memset(out, 0, sizeof(*out));
+	snprintf(out->func, sizeof(out->func), "%s", func);
+	return ai_walk(ai_find_func_fn, out) == 1 ? 0 : -ENOENT;
+}
+
 FIXTURE(capture) {
 	struct att_site s;
 	struct ai_row start;
@@ -253,6 +271,17 @@ static int cap_armed(void)
 	return n;
 }
 
+/* Whether the report contains @needle. */
+static bool cap_has(const char *needle)
+{
+	size_t len;
+	char *text = ai_slurp(CAP_PATH, 4096, &len);
+	bool found = text && strstr(text, needle);
+
+	free(text);
+	return found;
+}
+
 /* 8 sites at most; a command that would pass the cap is refused. */
 TEST_F(capture, site_cap)
 {
@@ -277,6 +306,36 @@ TEST_F(capture, site_cap)
 	EXPECT_EQ(7, cap_armed());
 	ASSERT_EQ(0, cap_cmd("disarm all"));
 	EXPECT_EQ(0, cap_armed());
+}
+
+/*
+ * A module whose armed site still has live records when it unloads: the
+ * unload disarms it (the records go, the objects stay counted on the
+ * module's row), and freeing the objects then brings the row to nothing.
+ */
+TEST_F(capture, module_unload_with_records)
+{
+	struct ai_row r;
+	int ret;
+
+	ASSERT_EQ(0, att_ctl("release"));
+	ret = ai_load_module_params("alloc_tag_test_hold", "arm=1");
+	if (ret == -ENOENT)
+		SKIP(return, "alloc_tag_test_hold.ko not found");
+	ASSERT_EQ(0, ret);
+	EXPECT_EQ(1, cap_armed());
+	/* Its three 512-byte objects, each with a record. */
+	EXPECT_TRUE(cap_has("func:ath_obj module:alloc_tag_test_hold bytes:"));
+	EXPECT_TRUE(cap_has(" captured:3 uncaptured:0 stacks:1"));
+	ASSERT_EQ(0, ai_unload_module("alloc_tag_test_hold"));
+	EXPECT_EQ(0, cap_armed());
+	EXPECT_TRUE(ai_kmsg_has("capture: 1 sites of alloc_tag_test_hold disarmed at unload", NULL));
+	/* The objects outlive the module, counted on its row. */
+	ASSERT_EQ(0, ai_find_func("ath_obj", &r));
+	EXPECT_EQ(3 * ai_kmalloc_bytes(512), r.bytes);
+	EXPECT_EQ(3, r.calls);
+	ASSERT_EQ(0, att_ctl("release"));
+	EXPECT_NE(0, ai_find_func("ath_obj", &r)) TH_LOG("the row outlived its objects");
 }
 
 /* failslab counts GFP_KERNEL and GFP_NOWAIT allocations; only fail-nth fires. */

@@ -7,6 +7,7 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/alloc_tag.h>
 #include <linux/gfp.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -17,6 +18,10 @@
 #define ATH_BIG_ORDER	4
 
 #include "alloc_tag_test.h"
+
+static bool arm;
+module_param(arm, bool, 0444);
+MODULE_PARM_DESC(arm, "Arm context capture on the kmalloc site before allocating");
 
 static unsigned int big;
 module_param(big, uint, 0444);
@@ -40,13 +45,28 @@ static int ath_big(unsigned int nr)
 	return 0;
 }
 
+/* The objects' site, a function of its own so that capture can name it. */
+static noinline void *ath_obj(void)
+{
+	return kmalloc(ATH_OBJ_SIZE, GFP_KERNEL);
+}
+
 static int __init ath_init(void)
 {
 	void *page;
 	int i, ret;
 
+	if (arm) {
+#ifdef CONFIG_MEM_ALLOC_PROFILING_CAPTURE
+		ret = alloc_tag_capture_command("arm function:ath_obj module:" KBUILD_MODNAME);
+#else
+		ret = -ENODEV;
+#endif
+		if (ret)
+			return ret;
+	}
 	for (i = 0; i < ATH_NR_OBJS; i++) {
-		void *p = kmalloc(ATH_OBJ_SIZE, GFP_KERNEL);
+		void *p = ath_obj();
 
 		if (!p)
 			return -ENOMEM;
