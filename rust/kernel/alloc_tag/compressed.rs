@@ -30,7 +30,8 @@
 //! updates are compare-and-swap loops on `page->flags`, whose other bits
 //! other CPUs may change at any time.
 
-use super::{registry, tag_ref::debug, AllocTag, PerCpuCounters};
+use super::tag::{vmlinux_tags, AllocTag, PerCpuCounters, STORED_INDEX_SHIFT};
+use super::tag_ref::debug;
 use crate::{alloc::flags::GFP_KERNEL, alloc::KVVec, bindings};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
@@ -49,12 +50,11 @@ pub const FREE_BITS: u32 = if bindings::ALLOC_TAG_PGFLAG_FREE > 0 {
 /// The bit just above the index field (`LRU_REFS_PGOFF`).
 const TOP: u32 = bindings::ALLOC_TAG_PGFLAG_TOP as u32;
 
-/// The widest index field: a module tag keeps its index in 24 bits of its
-/// code tag's `flags`.
+/// The widest index field: a tag keeps its index in the 24 bits of its code
+/// tag's `flags` from [`STORED_INDEX_SHIFT`] up.
 pub const INDEX_BITS_MAX: u32 = 24;
 
-/// Where a module tag's index sits in its code tag's `flags`.
-pub(crate) const STORED_INDEX_SHIFT: u32 = 8;
+const _: () = assert!(INDEX_BITS_MAX + STORED_INDEX_SHIFT == u32::BITS);
 
 /// Indexes reserved for module tags (`CONFIG_MEM_ALLOC_PROFILING_MODULE_TAG_IDS`).
 pub const MODULE_IDS: u32 = bindings::CONFIG_MEM_ALLOC_PROFILING_MODULE_TAG_IDS;
@@ -214,7 +214,7 @@ fn decide() -> Store {
         return Store::PageExt;
     }
     let (w, cap) = field();
-    let (_, tags) = registry::vmlinux_tags();
+    let (_, tags) = vmlinux_tags();
     if !fits(tags, cap as usize) && page_ext {
         FELL_BACK.store(true, Ordering::Relaxed);
         MODE.store(PAGE_EXT, Ordering::Release);
@@ -224,7 +224,7 @@ fn decide() -> Store {
     ID_LIMIT.store(((1u64 << w) - 1) as u32, Ordering::Relaxed);
     // Every tag keeps its index in its flags, vmlinux's too, so that
     // charging a page reads it in one load.
-    let (start, _) = registry::vmlinux_tags();
+    let (start, _) = vmlinux_tags();
     for i in 0..vmlinux_ids {
         // SAFETY: `i` is below the number of vmlinux tags.
         unsafe { AllocTag::from_raw(start.add(i as usize)) }.set_stored_index(FIRST_ID + i);
@@ -271,7 +271,7 @@ pub(crate) fn init() {
 /// One line for the boot log: where page tags are kept.
 pub(crate) fn describe() -> (&'static str, u32, u32, usize) {
     let (w, cap) = field();
-    let (_, tags) = registry::vmlinux_tags();
+    let (_, tags) = vmlinux_tags();
     let what = match store() {
         Store::PageExt if fell_back() => "page_ext (compressed does not fit)",
         Store::PageExt => "page_ext",
@@ -370,7 +370,7 @@ fn tag_of(id: u32) -> Option<&'static AllocTag> {
     }
     let base = MODULE_BASE.load(Ordering::Relaxed);
     if id < base {
-        let (start, _) = registry::vmlinux_tags();
+        let (start, _) = vmlinux_tags();
         // SAFETY: `id - FIRST_ID < MODULE_BASE - FIRST_ID`, the number of vmlinux tags
         // with an index, so this is one of vmlinux's tags.
         return Some(unsafe { AllocTag::from_raw(start.add((id - FIRST_ID) as usize)) });

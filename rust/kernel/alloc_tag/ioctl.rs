@@ -32,7 +32,7 @@
 //! copied into a kernel buffer of exactly the command's size before it is
 //! looked at, so nothing is ever read past it.
 
-use super::{registry, AllocTag};
+use super::{registry, tag::AllocTag};
 use crate::{
     bindings,
     error::{code::*, Error},

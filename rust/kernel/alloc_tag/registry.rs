@@ -14,7 +14,7 @@
 //! list stable for readers; the allocation hot paths never touch the
 //! registry.
 
-use super::AllocTag;
+use super::tag::{vmlinux_tags, AllocTag};
 use crate::{
     alloc::flags::GFP_KERNEL, alloc::KVVec, alloc::KVec, bindings, c_str, pr_err, pr_info, pr_warn,
     str::CStr, types::Opaque,
@@ -23,11 +23,6 @@ use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_ulong, c_void};
 use core::mem::size_of;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-
-extern "C" {
-    static __start_alloc_tags: [bindings::alloc_tag; 0];
-    static __stop_alloc_tags: [bindings::alloc_tag; 0];
-}
 
 /// Where a module's tags are in their life.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -72,7 +67,7 @@ impl Segment {
     fn reported(self) -> impl Iterator<Item = &'static AllocTag> {
         (0..self.len)
             .map(move |i| self.tag(i))
-            .filter(move |t| !self.rust_sites || super::rust_sites::in_use(t))
+            .filter(move |t| !self.rust_sites || t.has_file())
     }
 
     /// How many tags [`Segment::reported`] gives.
@@ -130,28 +125,16 @@ pub fn content_id() -> u64 {
 static DETACHED: AtomicUsize = AtomicUsize::new(0);
 
 fn vmlinux() -> Segment {
-    // The linker defines both symbols around the section; only their
-    // addresses are taken.
-    let (start, stop) = (
-        core::ptr::addr_of!(__start_alloc_tags).cast::<bindings::alloc_tag>(),
-        core::ptr::addr_of!(__stop_alloc_tags).cast::<bindings::alloc_tag>(),
-    );
+    let (start, len) = vmlinux_tags();
     Segment {
         module: core::ptr::null_mut(),
-        start: start.cast_mut(),
-        len: (stop as usize - start as usize) / size_of::<bindings::alloc_tag>(),
+        start,
+        len,
         page_ids: None,
         state: State::Live,
         strings: (core::ptr::null_mut(), 0),
         rust_sites: false,
     }
-}
-
-/// vmlinux's tags: the first and their number. Usable from early boot.
-#[inline(always)]
-pub(crate) fn vmlinux_tags() -> (*mut bindings::alloc_tag, usize) {
-    let v = vmlinux();
-    (v.start, v.len)
 }
 
 /// Sets the registry up; called once from the profiler's initcall.
@@ -256,7 +239,7 @@ impl ReadGuard {
             if skip < seg.len {
                 for i in skip..seg.len {
                     let tag = seg.tag(i);
-                    if !seg.rust_sites || super::rust_sites::in_use(tag) {
+                    if !seg.rust_sites || tag.has_file() {
                         return Some((base + i, tag));
                     }
                 }

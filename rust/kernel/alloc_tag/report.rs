@@ -22,7 +22,7 @@
 //! tags already returned. The same file answers the `ALLOCINFO_IOC_*`
 //! ioctls ([`ioctl`]).
 
-use super::{ioctl, registry, AllocTag};
+use super::{ioctl, registry, tag::AllocTag};
 use crate::{bindings, error::code::ENOMEM, seq_file::SeqFile, types::Opaque};
 use core::ffi::{c_int, c_void};
 

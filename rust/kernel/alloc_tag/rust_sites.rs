@@ -37,7 +37,7 @@
 //!   nothing up and registers nothing: it names the fallback row, which is
 //!   not charged while off.
 
-use super::{AllocTag, PerCpuCounters};
+use super::tag::{AllocTag, PerCpuCounters};
 use crate::bindings;
 use core::cell::UnsafeCell;
 use core::mem::size_of;
@@ -339,7 +339,8 @@ pub fn tag_for(loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
 }
 
 /// The `filename` of the code tag `ct`, as an atomic: a site tag gets its
-/// site by setting it last, with release, and loses it by clearing it.
+/// site by setting it last, with release, and loses it by clearing it (the
+/// registry reports it while it is set: [`AllocTag::has_file`]).
 ///
 /// # Safety
 ///
@@ -348,15 +349,6 @@ pub fn tag_for(loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
 unsafe fn filename<'a>(ct: *mut bindings::codetag) -> &'a AtomicPtr<u8> {
     // SAFETY: an aligned pointer-sized field of a valid tag (caller).
     unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*ct).filename).cast::<*mut u8>()) }
-}
-
-/// Whether the site tag `tag` names a site (is reported).
-#[inline]
-pub(crate) fn in_use(tag: &AllocTag) -> bool {
-    // SAFETY: a valid tag.
-    !unsafe { filename(tag.codetag()) }
-        .load(Ordering::Acquire)
-        .is_null()
 }
 
 /// The number of sites in the blocks added so far.

@@ -12,7 +12,7 @@
 //!
 //! These are allocator hot paths: no locks, no allocation, bounded work.
 
-use super::AllocTag;
+use super::tag::AllocTag;
 use crate::{bindings, types::Opaque};
 use core::ptr::null_mut;
 
