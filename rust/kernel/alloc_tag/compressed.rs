@@ -31,7 +31,7 @@
 //! other CPUs may change at any time.
 
 use super::tag::{vmlinux_tags, AllocTag, PerCpuCounters, STORED_INDEX_SHIFT};
-use super::tag_ref::debug;
+use super::{control, tag_ref::debug};
 use crate::{alloc::flags::GFP_KERNEL, alloc::KVVec, bindings};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
@@ -135,8 +135,6 @@ static MODE: AtomicU8 = AtomicU8::new(UNDECIDED);
 #[no_mangle]
 pub static mem_alloc_profiling_compressed_key: ProfilingKey =
     ProfilingKey(Opaque::new(key_init(false)));
-static REQUESTED: AtomicBool = AtomicBool::new(false);
-static BITS_LIMIT: AtomicU32 = AtomicU32::new(u32::MAX);
 static FELL_BACK: AtomicBool = AtomicBool::new(false);
 /// The largest index this boot can store: `2^W - 1`.
 static ID_LIMIT: AtomicU32 = AtomicU32::new(0);
@@ -146,21 +144,11 @@ static MODULE_SLOTS: AtomicU32 = AtomicU32::new(0);
 /// `MODULE_SLOTS` tag pointers (as `usize`, 0 when free), from init on.
 static MODULE_TABLE: AtomicPtr<AtomicUsize> = AtomicPtr::new(core::ptr::null_mut());
 
-/// Records `,compressed` from the boot parameter (before any page is charged).
-pub(crate) fn request(compressed: bool) {
-    REQUESTED.store(compressed, Ordering::Relaxed);
-}
-
-/// Records `alloc_tag_page_bits=` (before any page is charged).
-pub(crate) fn limit_bits(bits: u32) {
-    BITS_LIMIT.store(bits, Ordering::Relaxed);
-}
-
 /// The index field width and the number of tag indexes it holds.
 pub fn field() -> (u32, u32) {
     let w = FREE_BITS
         .min(INDEX_BITS_MAX)
-        .min(BITS_LIMIT.load(Ordering::Relaxed));
+        .min(control::page_bits_limit());
     let cap = if w < 2 { 0 } else { (1u32 << w) - FIRST_ID };
     (w, cap)
 }
@@ -206,7 +194,7 @@ pub fn fell_back() -> bool {
 #[cold]
 fn decide() -> Store {
     let page_ext = cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT);
-    let want = REQUESTED.load(Ordering::Relaxed)
+    let want = control::compressed_requested()
         || !page_ext
         || cfg!(CONFIG_MEM_ALLOC_PROFILING_DEFAULT_COMPRESSED);
     if !want {

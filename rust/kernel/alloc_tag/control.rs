@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Controls: the `mem_alloc_profiling_key` static key, the
-//! `sysctl.vm.mem_profiling=` boot parameter, `/proc/sys/vm/mem_profiling`,
-//! and the profiler's initcall.
+//! `sysctl.vm.mem_profiling=` and `alloc_tag_page_bits=` boot parameters,
+//! and `/proc/sys/vm/mem_profiling`.
 //!
 //! Rules:
 //! - Default: on with `MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT`, else `never`.
@@ -10,7 +10,8 @@
 //!   profiling off for good (no `page_ext`, sysctl read-only). Any other value
 //!   is refused with one log line naming it, and the default stays.
 //! - `,compressed` after `0` or `1` asks for compressed page tags
-//!   ([`super::compressed`]); any other text after the comma refuses the value.
+//!   ([`super::compressed`], which reads it here); any other text after the
+//!   comma refuses the value.
 //! - `alloc_tag_page_bits=N` caps the page-flag bits compressed tags use.
 //! - The sysctl takes `0` or `1` (whitespace around allowed) from
 //!   `CAP_SYS_ADMIN`; anything else is `-EINVAL` and changes nothing. It is
@@ -21,9 +22,9 @@
 
 use super::parse::{parse_boot_value, parse_page_bits, parse_sysctl_value, BootMode};
 use crate::ffi::{c_char, c_int};
-use crate::{bindings, c_str, error::code::*, pr_err, pr_info, pr_warn, types::Opaque};
+use crate::{bindings, c_str, error::code::*, pr_err, types::Opaque};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 const ENABLED_BY_DEFAULT: bool = cfg!(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT);
 
@@ -68,6 +69,25 @@ pub static mem_alloc_profiling_key: ProfilingKey =
 /// Profiling can be switched on (not `never`).
 static SUPPORTED: AtomicBool = AtomicBool::new(ENABLED_BY_DEFAULT);
 
+/// `,compressed` in the boot value.
+static COMPRESSED_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// `alloc_tag_page_bits=`, `u32::MAX` without it.
+static PAGE_BITS_LIMIT: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// Whether the boot value asked for compressed page tags (`,compressed`).
+/// Final once early parameters are parsed, before any page is charged.
+pub(crate) fn compressed_requested() -> bool {
+    COMPRESSED_REQUESTED.load(Ordering::Relaxed)
+}
+
+/// The most page-flag bits compressed page tags may use
+/// (`alloc_tag_page_bits=`), `u32::MAX` if not limited. Final once early
+/// parameters are parsed.
+pub(crate) fn page_bits_limit() -> u32 {
+    PAGE_BITS_LIMIT.load(Ordering::Relaxed)
+}
+
 /// Whether profiling can ever count in this boot.
 pub fn profiling_supported() -> bool {
     SUPPORTED.load(Ordering::Relaxed)
@@ -108,7 +128,7 @@ unsafe extern "C" fn alloc_tag_early_param(value: *mut c_char) -> c_int {
     };
     match parse_boot_value(bytes) {
         Ok(v) => {
-            super::compressed::request(v.compressed);
+            COMPRESSED_REQUESTED.store(v.compressed, Ordering::Relaxed);
             let (support, on) = match v.mode {
                 BootMode::Off => (true, false),
                 BootMode::On => (true, true),
@@ -146,7 +166,7 @@ unsafe extern "C" fn alloc_tag_page_bits_param(value: *mut c_char) -> c_int {
         unsafe { crate::str::CStr::from_char_ptr(value) }.as_bytes()
     };
     match parse_page_bits(bytes) {
-        Some(bits) => super::compressed::limit_bits(bits),
+        Some(bits) => PAGE_BITS_LIMIT.store(bits, Ordering::Relaxed),
         None => pr_err!(
             "alloc_tag: alloc_tag_page_bits={}: expected a number from 0 to 64; ignored\n",
             crate::str::BStr::from_bytes(bytes)
@@ -274,10 +294,11 @@ static SYSCTL: SysctlTable = SysctlTable(Opaque::new([
     },
 ]));
 
-fn sysctl_init() {
+/// Registers the `vm` sysctls; `compressed` says whether page tags are
+/// indexes in `page->flags` in this boot. Called once, from the initcall.
+pub(crate) fn sysctl_init(compressed: bool) {
     let read_only = !profiling_supported() || cfg!(CONFIG_MEM_ALLOC_PROFILING_DEBUG);
-    let compressed =
-        profiling_supported() && super::compressed::store() == super::compressed::Store::Compressed;
+    let compressed = profiling_supported() && compressed;
     COMPRESSED_SYSCTL.store(c_int::from(compressed), Ordering::Relaxed);
     let table = SYSCTL.0.get().cast::<bindings::ctl_table>();
     // SAFETY: not yet registered, so nothing else reads the table; entry 1
@@ -296,84 +317,3 @@ fn sysctl_init() {
         pr_err!("alloc_tag: cannot register vm.mem_profiling\n");
     }
 }
-
-/// The profiler's initcall, at subsys level: before rootfs_initcall, from
-/// which user-mode helpers run and the first module can be requested, so
-/// that every module load finds the registry set up (upstream's is at
-/// device level, where the registry of a Rust core linked after `kernel/`,
-/// `mm/`, `fs/` and `crypto/` would come too late for their device
-/// initcalls). Slab, vmalloc, per-CPU memory, workqueues, sysctl and procfs
-/// are all up by then.
-#[no_mangle]
-extern "C" fn alloc_tag_init() -> c_int {
-    super::registry::init();
-    // Before anything else allocates from Rust, so that it is on rows of
-    // its own.
-    super::rust_sites::init();
-    super::compressed::init();
-    super::registry::assign_rust_ids();
-    // Extension vectors for the boot percpu chunks, so that what they serve
-    // is counted; memcg then charges their __GFP_ACCOUNT allocations too,
-    // as it does for every other chunk. Not with `never`, which leaves
-    // percpu (memcg included) as without the profiler.
-    if profiling_supported() {
-        // SAFETY: the percpu allocator is up at initcalls.
-        unsafe { bindings::pcpu_alloc_tag_init_boot_chunks() };
-    }
-    sysctl_init();
-    super::report::procfs_init();
-    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
-    super::capture::init();
-    let (store, width, capacity, tags) = super::compressed::describe();
-    pr_info!(
-        "alloc_tag: Rust core, {} tags in vmlinux, profiling {}, page tags {}\n",
-        tags,
-        if profiling_enabled() {
-            "on"
-        } else if profiling_supported() {
-            "off"
-        } else {
-            "never"
-        },
-        if profiling_supported() { store } else { "none" }
-    );
-    if profiling_supported() && super::compressed::fell_back() {
-        pr_warn!(
-            "alloc_tag: compressed page tags do not fit: {} tags + {} module ids > {} ids of a {}-bit field ({} free page-flag bits); using page_ext\n",
-            tags,
-            super::compressed::MODULE_IDS,
-            capacity,
-            width,
-            super::compressed::FREE_BITS
-        );
-    } else if profiling_supported()
-        && super::compressed::store() == super::compressed::Store::Compressed
-    {
-        pr_info!(
-            "alloc_tag: {}-bit page tag index ({} free page-flag bits), capacity {}, {} ids for modules{}\n",
-            width,
-            super::compressed::FREE_BITS,
-            capacity,
-            super::compressed::module_slots(),
-            if super::compressed::fits(tags, capacity as usize) {
-                ""
-            } else {
-                "; tags without an index count their pages on the overflow row"
-            }
-        );
-    }
-    0
-}
-
-#[cfg(CONFIG_HAVE_ARCH_PREL32_RELOCATIONS)]
-core::arch::global_asm!(
-    r#".section ".initcall4.init", "a"
-    __alloc_tag_initcall:
-        .long   alloc_tag_init - .
-    .previous"#
-);
-
-#[cfg(not(CONFIG_HAVE_ARCH_PREL32_RELOCATIONS))]
-#[used]
-#[link_section = ".initcall4.init"]
-static ALLOC_TAG_INITCALL: extern "C" fn() -> c_int = alloc_tag_init;

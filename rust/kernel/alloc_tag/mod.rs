@@ -30,6 +30,7 @@ pub mod capture;
 pub mod compressed;
 pub mod control;
 pub mod demangle;
+pub mod init;
 pub mod ioctl;
 pub mod layout;
 pub mod page;
