@@ -1,28 +1,81 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The code-tag registry: the `alloc_tags` sections of vmlinux and of every
-//! loaded module, in one order that readers walk.
+//! loaded module, and the blocks of Rust call-site tags, in one order that
+//! readers walk.
 //!
-//! vmlinux's section is always first. A module's tags do not live in the
-//! module: the loader asks for a tag area of their own
-//! ([`codetag_alloc_module_section`]), gives the tags their per-CPU counters
-//! once relocated ([`codetag_load_module`]), and at unload
-//! ([`codetag_unload_module`]) the tags are detached from the module, which
-//! is then freed whole. Detached tags, with copies of their strings, stay
-//! reported until nothing is charged to them any more; then the tag area and
-//! the counters are freed ([`reclaim`]). A read-write semaphore keeps the
-//! list stable for readers; the allocation hot paths never touch the
-//! registry.
+//! Each is a segment of consecutive tags; vmlinux's section is always first.
+//! A module's tags do not live in the module: the loader asks for a tag area
+//! of their own ([`place_module`]), gives the tags their per-CPU counters
+//! once relocated ([`module_live`]), and at unload ([`drop_module`]) the
+//! tags are detached from the module, which is then freed whole. Detached
+//! tags, with copies of their strings, stay reported until nothing is
+//! charged to them any more; then the tag area and the counters are freed
+//! ([`reclaim`]). A block ([`add_block`]) is reported only for the tags
+//! that name a file. A read-write semaphore keeps the list stable for
+//! readers; the allocation hot paths never touch the registry.
+//!
+//! The registry names none of its users: what they need to hear of (page
+//! tag indexes for new tags, a module going, tags of their own to reclaim)
+//! reaches them through the [`Hooks`] given to [`init`].
 
 use super::tag::{vmlinux_tags, AllocTag};
 use crate::{
-    alloc::flags::GFP_KERNEL, alloc::KVVec, alloc::KVec, bindings, c_str, pr_err, pr_info, pr_warn,
-    str::CStr, types::Opaque,
+    alloc::flags::GFP_KERNEL,
+    alloc::KVVec,
+    alloc::KVec,
+    bindings, c_str,
+    error::{
+        code::{ENODEV, ENOMEM},
+        Result,
+    },
+    pr_err, pr_info, pr_warn,
+    str::CStr,
+    types::Opaque,
 };
 use core::cell::UnsafeCell;
-use core::ffi::{c_int, c_ulong, c_void};
+use core::ffi::c_void;
 use core::mem::size_of;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+/// What the registry tells its users, as `struct codetag_type_desc`'s
+/// callbacks tell the users of C code tags. The init file fills it in and
+/// gives it to [`init`].
+pub struct Hooks {
+    /// Gives the `len` tags from `start`, which are going live (a module
+    /// loaded, a block added), compressed page-tag indexes; returns the
+    /// first, if they got any. Called with the registry held for writing.
+    ///
+    /// Its safety contract: `start..start + len` are valid tags that stay
+    /// so until their indexes are given back, nothing charged to them yet.
+    pub assign_ids: unsafe fn(*mut bindings::alloc_tag, usize) -> Option<u32>,
+    /// Gives back the indexes `assign_ids` gave `len` tags that nothing
+    /// uses any more. No lock held.
+    pub release_ids: fn(u32, usize),
+    /// A module is going (its code no longer runs): its tags elsewhere
+    /// (Rust call sites) leave or are detached; returns whether it had any.
+    /// Called with the registry held for writing.
+    pub module_gone: fn(*mut bindings::module) -> bool,
+    /// How many detached tags the users keep outside the segments (read
+    /// without any lock; 0 makes [`reclaim`] skip them).
+    pub detached: fn() -> usize,
+    /// Stops reporting the detached tags with nothing charged; returns how
+    /// many. Called with the registry held for writing.
+    pub unlist_drained: fn() -> usize,
+    /// Makes the tags `unlist_drained` unlisted reusable, once the frees in
+    /// flight are past them. No lock held.
+    pub free_unlisted: fn(),
+}
+
+/// The hooks, from [`init`] on (set before `READY`).
+static HOOKS: AtomicPtr<Hooks> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The hooks, once [`init`] gave them.
+fn hooks() -> Option<&'static Hooks> {
+    let h = HOOKS.load(Ordering::Acquire);
+    // SAFETY: `HOOKS` only ever holds NULL or a `&'static Hooks` (`init`).
+    (!h.is_null()).then(|| unsafe { &*h })
+}
 
 /// Where a module's tags are in their life.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -50,9 +103,9 @@ struct Segment {
     /// The `KVVec<u8>` buffer (pointer, capacity) holding the copied
     /// strings of a detached module, null if none.
     strings: (*mut u8, usize),
-    /// A block of Rust call-site tags ([`super::rust_sites`]): always live,
-    /// never freed, and only the tags in use are reported.
-    rust_sites: bool,
+    /// A block added by [`add_block`] (Rust call-site tags): always live,
+    /// never freed, and only the tags that name a file are reported.
+    sparse: bool,
 }
 
 impl Segment {
@@ -62,17 +115,17 @@ impl Segment {
         unsafe { AllocTag::from_raw(self.start.add(i)) }
     }
 
-    /// The tags to report: all of them, but for a block of Rust sites only
-    /// those that name a site.
+    /// The tags to report: all of them, but for a block only those that
+    /// name a file.
     fn reported(self) -> impl Iterator<Item = &'static AllocTag> {
         (0..self.len)
             .map(move |i| self.tag(i))
-            .filter(move |t| !self.rust_sites || t.has_file())
+            .filter(move |t| !self.sparse || t.has_file())
     }
 
     /// How many tags [`Segment::reported`] gives.
     fn reported_len(&self) -> usize {
-        if self.rust_sites {
+        if self.sparse {
             self.reported().count()
         } else {
             self.len
@@ -133,12 +186,14 @@ fn vmlinux() -> Segment {
         page_ids: None,
         state: State::Live,
         strings: (core::ptr::null_mut(), 0),
-        rust_sites: false,
+        sparse: false,
     }
 }
 
-/// Sets the registry up; called once from the profiler's initcall.
-pub(crate) fn init() {
+/// Sets the registry up, with the hooks that tell its users what happens;
+/// called once from the profiler's initcall.
+pub(crate) fn init(hooks: &'static Hooks) {
+    HOOKS.store(core::ptr::from_ref(hooks).cast_mut(), Ordering::Release);
     // SAFETY: called once, before any reader or module hook can take the
     // lock (`READY` is still false); the class key is static.
     unsafe {
@@ -148,7 +203,7 @@ pub(crate) fn init() {
             crate::static_lock_class!().as_ptr(),
         )
     };
-    // INVARIANT: the lock is initialised.
+    // INVARIANT: the lock is initialised (and the hooks are set).
     READY.store(true, Ordering::Release);
 }
 
@@ -239,7 +294,7 @@ impl ReadGuard {
             if skip < seg.len {
                 for i in skip..seg.len {
                     let tag = seg.tag(i);
-                    if !seg.rust_sites || tag.has_file() {
+                    if !seg.sparse || tag.has_file() {
                         return Some((base + i, tag));
                     }
                 }
@@ -314,12 +369,13 @@ impl Drop for WriteGuard {
 /// per-CPU allocation, freed through its first tag's counters.
 const COUNTER_CHUNK: usize = 256;
 
-/// Gives every tag of `seg` zeroed per-CPU counters.
+/// Gives every tag of `seg` zeroed per-CPU counters; `ENOMEM` (and none)
+/// without memory.
 ///
 /// # Safety
 ///
 /// `seg`'s tags are valid and used by nobody else (not yet live).
-unsafe fn alloc_counters(seg: &Segment) -> Result<(), ()> {
+unsafe fn alloc_counters(seg: &Segment) -> Result {
     let mut i = 0;
     while i < seg.len {
         let n = COUNTER_CHUNK.min(seg.len - i);
@@ -332,7 +388,7 @@ unsafe fn alloc_counters(seg: &Segment) -> Result<(), ()> {
         if chunk.is_null() {
             // SAFETY: the first `i` tags got counters above.
             unsafe { free_counters(seg, i) };
-            return Err(());
+            return Err(ENOMEM);
         }
         for j in 0..n {
             // SAFETY: tag `i + j` is valid and unused (caller); a per-CPU
@@ -372,8 +428,8 @@ unsafe fn release(seg: Segment) {
     if seg.state != State::Placed {
         // SAFETY: live and detached segments got all their counters.
         unsafe { free_counters(&seg, seg.len) };
-        if let Some(base) = seg.page_ids {
-            super::compressed::release_module_ids(base, seg.len);
+        if let (Some(base), Some(h)) = (seg.page_ids, hooks()) {
+            (h.release_ids)(base, seg.len);
         }
     }
     let (buf, cap) = seg.strings;
@@ -526,16 +582,19 @@ fn detach(w: &mut WriteGuard, idx: usize) -> Option<Segment> {
 /// may sleep. Costs one atomic read when no module is detached.
 pub fn reclaim() {
     const BATCH: usize = 8;
-    if super::rust_sites::detached() != 0 {
+    let Some(h) = hooks() else {
+        return;
+    };
+    if (h.detached)() != 0 {
         if let Some(w) = WriteGuard::new() {
-            let freed = super::rust_sites::unlist_drained();
+            let freed = (h.unlist_drained)();
             if freed != 0 {
                 CONTENT_ID.fetch_add(1, Ordering::Release);
             }
             drop(w);
             if freed != 0 {
                 wait_for_frees_in_flight();
-                super::rust_sites::free_unlisted();
+                (h.free_unlisted)();
             }
         }
     }
@@ -580,15 +639,29 @@ pub fn reclaim() {
     }
 }
 
-/// Adds a block of `len` Rust call-site tags from `start` to the walk,
-/// with zeroed counters and, in compressed mode, page-tag indexes. The tags
-/// are reported once [`super::rust_sites`] gives them a site. May sleep.
+/// The page-tag indexes the hooks give `len` tags from `start`.
+///
+/// # Safety
+///
+/// As for [`Hooks::assign_ids`]; `_w` shows the registry held for writing.
+unsafe fn assign_ids(_w: &WriteGuard, start: *mut bindings::alloc_tag, len: usize) -> Option<u32> {
+    let h = hooks()?;
+    // SAFETY: the hook's contract is the caller's; the registry is held
+    // for writing (`_w`).
+    unsafe { (h.assign_ids)(start, len) }
+}
+
+/// Adds a block of `len` tags from `start` to the walk, with zeroed
+/// counters and, in compressed mode, page-tag indexes. Only the tags that
+/// name a file are reported ([`AllocTag::has_file`]): the Rust call-site
+/// tags ([`super::rust_sites`]) that have a site. May sleep. `ENODEV`
+/// before [`init`], `ENOMEM` without memory.
 ///
 /// # Safety
 ///
 /// `start..start + len` are zeroed tags that stay allocated for good and
 /// that nothing else uses yet.
-pub(crate) unsafe fn add_rust_block(start: *mut bindings::alloc_tag, len: usize) -> Result<(), ()> {
+pub(crate) unsafe fn add_block(start: *mut bindings::alloc_tag, len: usize) -> Result {
     let mut seg = Segment {
         module: core::ptr::null_mut(),
         start,
@@ -596,65 +669,64 @@ pub(crate) unsafe fn add_rust_block(start: *mut bindings::alloc_tag, len: usize)
         page_ids: None,
         state: State::Live,
         strings: (core::ptr::null_mut(), 0),
-        rust_sites: true,
+        sparse: true,
     };
     // SAFETY: the tags are unused (caller).
     unsafe { alloc_counters(&seg) }?;
     let Some(mut w) = WriteGuard::new() else {
         // SAFETY: the counters were just allocated and never used.
         unsafe { free_counters(&seg, len) };
-        return Err(());
+        return Err(ENODEV);
     };
     if w.modules().reserve(1, GFP_KERNEL).is_err() {
         drop(w);
         // SAFETY: as above.
         unsafe { free_counters(&seg, len) };
-        return Err(());
+        return Err(ENOMEM);
     }
-    // SAFETY: the tags are unused (caller); the registry is held for
-    // writing.
-    seg.page_ids = unsafe { super::compressed::assign_module_ids(start, len) };
+    // SAFETY: the tags are unused (caller) and stay for good.
+    seg.page_ids = unsafe { assign_ids(&w, start, len) };
     // Cannot fail: room was reserved above.
     let _ = w.modules().push(seg, GFP_KERNEL);
     CONTENT_ID.fetch_add(1, Ordering::Release);
     Ok(())
 }
 
-/// Gives compressed page-tag indexes to the blocks of Rust site tags added
-/// before the page tag store was set up (the first one, at the initcall).
-/// Pages charged to their tags before then were counted on the overflow
-/// row.
-pub(crate) fn assign_rust_ids() {
+/// Gives compressed page-tag indexes to the blocks added before the page
+/// tag store was set up (the first block of Rust call-site tags, at the
+/// initcall). Pages charged to their tags before then were counted on the
+/// overflow row.
+pub(crate) fn assign_missing_ids() {
     let Some(mut w) = WriteGuard::new() else {
         return;
     };
-    for seg in w.modules().iter_mut() {
-        if seg.rust_sites && seg.page_ids.is_none() {
+    for i in 0..w.modules().len() {
+        let seg = w.modules()[i];
+        if seg.sparse && seg.page_ids.is_none() {
             // SAFETY: the block's tags are valid for good; indexes are
-            // only set in their flags, atomically, and the registry is
-            // held for writing.
-            seg.page_ids = unsafe { super::compressed::assign_module_ids(seg.start, seg.len) };
+            // only set in their flags, atomically.
+            let ids = unsafe { assign_ids(&w, seg.start, seg.len) };
+            w.modules()[i].page_ids = ids;
         }
     }
 }
 
-/// The tag area for a module's `alloc_tags` section of `size` bytes: the
-/// loader copies the section there and relocates the module against it.
-/// NULL, failing the load with -ENOMEM, if there is no memory.
+/// The tag area for a module's `alloc_tags` section of `size` bytes and
+/// alignment `align`: the loader copies the section there and relocates
+/// the module against it. NULL, failing the load with -ENOMEM, if there is
+/// no memory.
 ///
 /// # Safety
 ///
 /// `module` is a module being loaded.
-#[no_mangle]
-pub unsafe extern "C" fn codetag_alloc_module_section(
+pub(crate) unsafe fn place_module(
     module: *mut bindings::module,
-    size: c_ulong,
-    align: c_ulong,
+    size: usize,
+    align: usize,
 ) -> *mut c_void {
-    let size = size as usize;
     // SAFETY: a module being loaded (caller).
     let name = unsafe { module_name(module) };
-    if size % size_of::<bindings::alloc_tag>() != 0 || align as usize > crate::page::PAGE_SIZE {
+    if size % size_of::<bindings::alloc_tag>() != 0 || align > crate::page::PAGE_SIZE {
         pr_err!(
             "alloc_tag: module {}: bad alloc_tags section ({} bytes, alignment {})\n",
             name,
@@ -691,7 +763,7 @@ pub unsafe extern "C" fn codetag_alloc_module_section(
         page_ids: None,
         state: State::Placed,
         strings: (core::ptr::null_mut(), 0),
-        rust_sites: false,
+        sparse: false,
     };
     if w.modules().push(seg, GFP_KERNEL).is_err() {
         // SAFETY: just allocated, not handed out.
@@ -701,56 +773,54 @@ pub unsafe extern "C" fn codetag_alloc_module_section(
     area
 }
 
-/// Gives a relocated module's tags their counters and reports them; runs
-/// before any code of the module. -ENOMEM fails the load, and the failed
-/// load's [`codetag_free_module_sections`] frees the tag area.
+/// Gives the placed tags of a relocated `module` their counters and
+/// reports them; `ENOMEM` without memory, which fails the load (and the
+/// failed load's [`drop_module`] frees the tag area). Nothing to do before
+/// [`init`] or for a module without tags.
 ///
 /// # Safety
 ///
-/// `module` is NULL or a module being loaded whose code has not run.
-#[no_mangle]
-pub unsafe extern "C" fn codetag_load_module(module: *mut bindings::module) -> c_int {
-    if module.is_null() {
-        return 0;
-    }
-    reclaim();
+/// `module` is a module being loaded whose code has not run.
+pub(crate) unsafe fn module_live(module: *mut bindings::module) -> Result {
     let Some(mut w) = WriteGuard::new() else {
-        return 0;
+        return Ok(());
     };
     let Some(idx) = w
         .modules()
         .iter()
         .position(|s| s.module == module && s.state == State::Placed)
     else {
-        return 0;
+        return Ok(());
     };
     let mut seg = w.modules()[idx];
     // SAFETY: placed tags are seen by nobody but this hook.
-    if unsafe { alloc_counters(&seg) }.is_err() {
+    if let Err(e) = unsafe { alloc_counters(&seg) } {
         pr_err!(
             "alloc_tag: module {}: no memory for the counters of its {} tags\n",
             // SAFETY: a module being loaded (caller).
             unsafe { module_name(module) },
             seg.len
         );
-        return crate::error::code::ENOMEM.to_errno();
+        return Err(e);
     }
-    // SAFETY: the module's tags, not yet used (its code has not run); the
-    // registry is held for writing.
-    seg.page_ids = unsafe { super::compressed::assign_module_ids(seg.start, seg.len) };
+    // SAFETY: the module's tags, not yet used (its code has not run), in
+    // its tag area until the segment is released.
+    seg.page_ids = unsafe { assign_ids(&w, seg.start, seg.len) };
     seg.state = State::Live;
     w.modules()[idx] = seg;
     CONTENT_ID.fetch_add(1, Ordering::Release);
-    0
+    Ok(())
 }
 
 /// Detaches what `module` has in the registry: the tags of a module being
-/// unloaded, or whatever a failed load left.
-fn drop_module(module: *mut bindings::module) {
+/// unloaded, or whatever a failed load left. Tags with allocations still
+/// charged stay reported, with copies of their strings; the rest is freed.
+/// May sleep.
+pub(crate) fn drop_module(module: *mut bindings::module) {
     let Some(mut w) = WriteGuard::new() else {
         return;
     };
-    if super::rust_sites::module_gone(module) {
+    if hooks().is_some_and(|h| (h.module_gone)(module)) {
         CONTENT_ID.fetch_add(1, Ordering::Release);
     }
     let Some(idx) = w.modules().iter().position(|s| s.module == module) else {
@@ -771,45 +841,4 @@ fn drop_module(module: *mut bindings::module) {
         // SAFETY: out of the registry, drained, a grace period later.
         unsafe { release(seg) };
     }
-}
-
-/// Drops what a module whose load failed left: its tag area, and its tags
-/// with their counters (kept, detached, if its code ran and left
-/// allocations behind).
-///
-/// # Safety
-///
-/// `module` is a module whose load failed, still in memory.
-#[no_mangle]
-pub unsafe extern "C" fn codetag_free_module_sections(module: *mut bindings::module) {
-    if !module.is_null() {
-        drop_module(module);
-    }
-}
-
-/// Detaches an unloading module's tags. Reports every tag that still has
-/// allocations charged; those tags stay in `/proc/allocinfo` until the
-/// allocations are freed. The module's own memory holds nothing of the
-/// profiler's, so this always returns true: the loader frees it all.
-///
-/// # Safety
-///
-/// `module` is NULL or a module being unloaded whose code no longer runs.
-#[no_mangle]
-pub unsafe extern "C" fn codetag_unload_module(module: *mut bindings::module) -> bool {
-    if module.is_null() {
-        return true;
-    }
-    // Let the module's pending kfree_rcu() frees land first.
-    // SAFETY: no preconditions; may sleep, as module unload may.
-    unsafe { bindings::alloc_tag_kvfree_rcu_barrier() };
-    // Armed sites of the module first: their tags may go once drained.
-    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
-    // SAFETY: a module being unloaded, its tags still in place (caller).
-    unsafe {
-        super::capture::module_unload(module)
-    };
-    drop_module(module);
-    reclaim();
-    true
 }

@@ -698,7 +698,7 @@ impl Site {
 
     fn tag(&self) -> &'static AllocTag {
         // SAFETY: block tags are valid for good, with counters from
-        // `registry::add_rust_block`.
+        // `registry::add_block`.
         unsafe { AllocTag::from_raw(self.tag) }
     }
 }
@@ -870,7 +870,7 @@ fn grow() -> bool {
     // SAFETY: the tags are zeroed, unused and never freed (blocks stay).
     let tags = unsafe { core::ptr::addr_of_mut!((*block).tags).cast::<bindings::alloc_tag>() };
     // SAFETY: as above.
-    if unsafe { super::registry::add_rust_block(tags, BLOCK_TAGS) }.is_err() {
+    if unsafe { super::registry::add_block(tags, BLOCK_TAGS) }.is_err() {
         // SAFETY: not registered anywhere.
         unsafe { bindings::kvfree(block.cast()) };
         return false;
