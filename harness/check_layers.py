@@ -279,7 +279,7 @@ def main(argv):
         return 1
     for v in order(g):
         uses = ', '.join(sorted(g[v])) or '-'
-        print('%-12s uses %s' % (v + '.rs', uses))
+        print('%-14s uses %s' % (v + '.rs', uses))
     print('layers: %d files, no cycle' % len(g))
     return 0
 

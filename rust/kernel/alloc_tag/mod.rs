@@ -9,21 +9,54 @@
 //! `alloc_tags` section (the `alloc_hooks()` macro defines it and points
 //! `current->alloc_tag` at it around the allocation). The allocators' hooks,
 //! guarded in C by the `mem_alloc_profiling_key` static key, call into this
-//! module:
+//! module.
 //!
-//! - [`tag_ref`]: charging and uncharging through an object's tag reference
-//!   (slab object extensions, percpu chunk extensions);
-//! - [`page`]: the page allocator's hooks, split and migration, over the
-//!   page's tag reference in `page_ext` or its tag index in `page->flags`
-//!   ([`compressed`]), chosen once at boot;
-//! - [`registry`]: the tags of vmlinux and of each loaded module;
-//! - [`control`]: the static key, `sysctl.vm.mem_profiling=` and
-//!   `/proc/sys/vm/mem_profiling`;
-//! - [`report`]: `/proc/allocinfo` and the top users for `show_mem()`;
-//! - [`rust_sites`]: the tags of Rust call sites, found from the caller's
-//!   `#[track_caller]` location by the `kernel::alloc` allocators.
+//! # Layers
 //!
-//! [`tag`] defines the tag type, [`AllocTag`], and its per-CPU counters.
+//! Each file uses only the files above it in this list, never one below
+//! (`harness/check_layers.py`, run by `make test`, fails on a cycle):
+//!
+//! 1. Pure code, no state: [`parse`] (the boot value and sysctl writes),
+//!    [`demangle`] (Rust symbol names), [`layout`] (Rust's view of the C
+//!    structs checked against C's); per-CPU and seq_file access are the
+//!    crate's [`crate::percpu`] and [`crate::seq_file`].
+//! 2. [`tag`]: the tag type, its per-CPU counters and code tag fields, and
+//!    where vmlinux's tags are.
+//! 3. State and stores: [`control`] (the static key, whether profiling is
+//!    supported, `sysctl.vm.mem_profiling=` and `/proc/sys/vm/mem_profiling`),
+//!    [`tag_ref`] (an object's tag reference; `alloc_tag_add()` and
+//!    `alloc_tag_sub()`), [`compressed`] (page tags as indexes in
+//!    `page->flags`, the store chosen once at boot).
+//! 4. [`registry`]: the tags of vmlinux, of each module and of each block of
+//!    Rust call-site tags, as generic segments under one read-write
+//!    semaphore. It learns about its users through [`registry::Hooks`], as
+//!    codetag's users do through `struct codetag_type_desc`.
+//! 5. Users: [`page`] (the page allocator's hooks over `page_ext` or
+//!    [`compressed`]), [`rust_sites`] (the tags of Rust call sites, found
+//!    from the caller's `#[track_caller]` location by `kernel::alloc`),
+//!    [`ioctl`] (the `ALLOCINFO_IOC_*` ioctls) and [`report`]
+//!    (`/proc/allocinfo` and the top users for `show_mem()`).
+//! 6. [`init`]: the profiler's initcall and the module loader's hooks, which
+//!    set the others up, load and unload modules, in order, and give the
+//!    registry its hooks.
+//!
+//! # Lock order
+//!
+//! 1. The registry's read-write semaphore (`alloc_tag_registry`): read by
+//!    `/proc/allocinfo` (from seq_file `start` to `stop`), each ioctl, and
+//!    `show_mem()` (trylock only, from `alloc_tag_top_users_begin()` to
+//!    `_end()`); written by module load and unload, reclaim and the adding
+//!    of a block of Rust call-site tags. May sleep; allocates with
+//!    `GFP_KERNEL` when written.
+//! 2. The Rust sites' raw spinlock (interrupts off): taken alone when a
+//!    site registers (any context but NMI) and when sites are added or
+//!    freed, and under the registry held for writing when a module goes and
+//!    at reclaim. Nothing is taken, allocated or waited for under it.
+//!
+//! No lock of the core is held across a grace-period wait
+//! (`synchronize_rcu_tasks()`, `kvfree_rcu_barrier()`) or a static-key
+//! change, and the allocation hot paths (the slab, percpu and page hooks,
+//! and a known Rust site's lookup) take none.
 
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 pub mod capture;
