@@ -23,8 +23,11 @@
 use super::compressed::{self, Store};
 use super::registry::{self, Hooks};
 use super::{control, report, rust_sites};
-use crate::{bindings, pr_info, pr_warn};
-use core::ffi::{c_int, c_ulong, c_void};
+use crate::{
+    bindings,
+    ffi::{c_int, c_ulong, c_void},
+    pr_info, pr_warn,
+};
 
 /// What the registry tells the page-tag index table and the Rust call
 /// sites.
@@ -134,7 +137,7 @@ pub unsafe extern "C" fn codetag_alloc_module_section(
     align: c_ulong,
 ) -> *mut c_void {
     // SAFETY: a module being loaded (caller).
-    unsafe { registry::place_module(module, size as usize, align as usize) }
+    unsafe { registry::place_module(module, size, align) }
 }
 
 /// Gives a relocated module's tags their counters and reports them; runs

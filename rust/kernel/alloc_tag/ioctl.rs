@@ -36,13 +36,12 @@ use super::{registry, tag::AllocTag};
 use crate::{
     bindings,
     error::{code::*, Error},
+    ffi::{c_long, c_uint, c_ulong, c_void},
     ioctl,
     types::Opaque,
     uaccess::UserSlice,
 };
-use core::ffi::{c_uint, c_void};
 use core::mem::{offset_of, size_of};
-use ffi::{c_long, c_ulong};
 
 type GetAt = bindings::allocinfo_get_at;
 type Filter = bindings::allocinfo_filter;
@@ -313,12 +312,12 @@ impl Drop for Locked<'_> {
 }
 
 /// The first tag from index `from` on that passes `c`, with its index.
-fn find(
-    guard: &registry::ReadGuard,
+fn find<'g>(
+    guard: &'g registry::ReadGuard,
     mut from: usize,
     c: &Criteria,
     mut skip: u64,
-) -> Option<(usize, &'static AllocTag)> {
+) -> Option<(usize, &'g AllocTag)> {
     while let Some((idx, tag)) = guard.next_from(from) {
         if c.matches(tag) {
             if skip == 0 {

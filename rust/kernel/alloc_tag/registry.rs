@@ -29,12 +29,12 @@ use crate::{
         code::{ENODEV, ENOMEM},
         Result,
     },
+    ffi::c_void,
     pr_err, pr_info, pr_warn,
     str::CStr,
     types::Opaque,
 };
 use core::cell::UnsafeCell;
-use core::ffi::c_void;
 use core::mem::size_of;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
@@ -79,7 +79,7 @@ fn hooks() -> Option<&'static Hooks> {
 
 /// Where a module's tags are in their life.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum State {
+enum SegmentState {
     /// The tag area is the loader's: no counters yet, not reported.
     Placed,
     /// Counted and reported (vmlinux is always live).
@@ -99,7 +99,7 @@ struct Segment {
     start: *mut bindings::alloc_tag,
     len: usize,
     page_ids: Option<u32>,
-    state: State,
+    state: SegmentState,
     /// The `KVVec<u8>` buffer (pointer, capacity) holding the copied
     /// strings of a detached module, null if none.
     strings: (*mut u8, usize),
@@ -109,15 +109,19 @@ struct Segment {
 }
 
 impl Segment {
-    fn tag(&self, i: usize) -> &'static AllocTag {
+    /// Tag `i`, below `len`, borrowed for `'a`: the callers' hold of the
+    /// registry (a [`ReadGuard`], or the write lock), during which the
+    /// segment stays registered.
+    fn tag<'a>(&self, i: usize) -> &'a AllocTag {
         // SAFETY: `i < len` (callers), and the segment's tags are valid while
-        // it is registered, which the read lock the callers hold guarantees.
+        // it is registered, which the callers' hold of the lock for `'a`
+        // guarantees.
         unsafe { AllocTag::from_raw(self.start.add(i)) }
     }
 
-    /// The tags to report: all of them, but for a block only those that
-    /// name a file.
-    fn reported(self) -> impl Iterator<Item = &'static AllocTag> {
+    /// The tags to report, borrowed for `'a` as by [`Segment::tag`]: all of
+    /// them, but for a block only those that name a file.
+    fn reported<'a>(self) -> impl Iterator<Item = &'a AllocTag> {
         (0..self.len)
             .map(move |i| self.tag(i))
             .filter(move |t| !self.sparse || t.has_file())
@@ -175,7 +179,7 @@ pub fn content_id() -> u64 {
 }
 
 /// The number of detached modules, so that [`reclaim`] is free without any.
-static DETACHED: AtomicUsize = AtomicUsize::new(0);
+static DETACHED_SEGMENTS: AtomicUsize = AtomicUsize::new(0);
 
 fn vmlinux() -> Segment {
     let (start, len) = vmlinux_tags();
@@ -184,7 +188,7 @@ fn vmlinux() -> Segment {
         start,
         len,
         page_ids: None,
-        state: State::Live,
+        state: SegmentState::Live,
         strings: (core::ptr::null_mut(), 0),
         sparse: false,
     }
@@ -272,7 +276,7 @@ impl ReadGuard {
         // SAFETY: the lock is held for reading (invariant), so no writer
         // changes the vector while the borrow lives.
         let all = unsafe { &*REGISTRY.modules.get() };
-        all.iter().filter(|s| s.state != State::Placed)
+        all.iter().filter(|s| s.state != SegmentState::Placed)
     }
 
     /// The first reported tag at walk position `pos` or after it, with its
@@ -283,8 +287,9 @@ impl ReadGuard {
     /// stops being reported never moves another tag: a walk that resumes at
     /// a position sees no tag twice and skips none that stays. Only loading
     /// and unloading modules moves positions, and that changes
-    /// [`content_id`].
-    pub fn next_from(&self, pos: usize) -> Option<(usize, &'static AllocTag)> {
+    /// [`content_id`]. The tag is borrowed for as long as the registry is
+    /// held.
+    pub fn next_from(&self, pos: usize) -> Option<(usize, &AllocTag)> {
         let v = vmlinux();
         if pos < v.len {
             return Some((pos, v.tag(pos)));
@@ -307,8 +312,9 @@ impl ReadGuard {
         None
     }
 
-    /// Every tag, in walk order.
-    pub fn tags(&self) -> impl Iterator<Item = &'static AllocTag> + '_ {
+    /// Every tag, in walk order, borrowed for as long as the registry is
+    /// held.
+    pub fn tags(&self) -> impl Iterator<Item = &AllocTag> + '_ {
         core::iter::once(vmlinux())
             .chain(self.modules().copied())
             .flat_map(Segment::reported)
@@ -425,7 +431,7 @@ unsafe fn free_counters(seg: &Segment, count: usize) {
 /// `seg` is out of the registry, and nothing uses its tags: none was ever
 /// live, or it was drained and a tasks-RCU grace period passed since.
 unsafe fn release(seg: Segment) {
-    if seg.state != State::Placed {
+    if seg.state != SegmentState::Placed {
         // SAFETY: live and detached segments got all their counters.
         unsafe { free_counters(&seg, seg.len) };
         if let (Some(base), Some(h)) = (seg.page_ids, hooks()) {
@@ -571,9 +577,9 @@ fn detach(w: &mut WriteGuard, idx: usize) -> Option<Segment> {
     // memory (callers run before the loader frees it).
     unsafe { copy_strings(&mut seg) };
     seg.module = core::ptr::null_mut();
-    seg.state = State::Detached;
+    seg.state = SegmentState::Detached;
     w.modules()[idx] = seg;
-    DETACHED.fetch_add(1, Ordering::Relaxed);
+    DETACHED_SEGMENTS.fetch_add(1, Ordering::Relaxed);
     None
 }
 
@@ -598,7 +604,7 @@ pub fn reclaim() {
             }
         }
     }
-    while DETACHED.load(Ordering::Relaxed) != 0 {
+    while DETACHED_SEGMENTS.load(Ordering::Relaxed) != 0 {
         let mut batch = [None; BATCH];
         let mut n = 0;
         {
@@ -608,7 +614,7 @@ pub fn reclaim() {
             let mut idx = 0;
             while idx < w.modules().len() && n < BATCH {
                 let seg = w.modules()[idx];
-                if seg.state == State::Detached && seg.drained() {
+                if seg.state == SegmentState::Detached && seg.drained() {
                     w.remove(idx);
                     CONTENT_ID.fetch_add(1, Ordering::Release);
                     batch[n] = Some(seg);
@@ -628,7 +634,7 @@ pub fn reclaim() {
                 seg.tag(0).module_name().unwrap_or(c_str!("?")),
                 seg.len
             );
-            DETACHED.fetch_sub(1, Ordering::Relaxed);
+            DETACHED_SEGMENTS.fetch_sub(1, Ordering::Relaxed);
             // SAFETY: out of the registry, drained, and a grace period has
             // passed since.
             unsafe { release(seg) };
@@ -667,7 +673,7 @@ pub(crate) unsafe fn add_block(start: *mut bindings::alloc_tag, len: usize) -> R
         start,
         len,
         page_ids: None,
-        state: State::Live,
+        state: SegmentState::Live,
         strings: (core::ptr::null_mut(), 0),
         sparse: true,
     };
@@ -761,7 +767,7 @@ pub(crate) unsafe fn place_module(
         start: area.cast(),
         len: size / size_of::<bindings::alloc_tag>(),
         page_ids: None,
-        state: State::Placed,
+        state: SegmentState::Placed,
         strings: (core::ptr::null_mut(), 0),
         sparse: false,
     };
@@ -788,7 +794,7 @@ pub(crate) unsafe fn module_live(module: *mut bindings::module) -> Result {
     let Some(idx) = w
         .modules()
         .iter()
-        .position(|s| s.module == module && s.state == State::Placed)
+        .position(|s| s.module == module && s.state == SegmentState::Placed)
     else {
         return Ok(());
     };
@@ -806,7 +812,7 @@ pub(crate) unsafe fn module_live(module: *mut bindings::module) -> Result {
     // SAFETY: the module's tags, not yet used (its code has not run), in
     // its tag area until the segment is released.
     seg.page_ids = unsafe { assign_ids(&w, seg.start, seg.len) };
-    seg.state = State::Live;
+    seg.state = SegmentState::Live;
     w.modules()[idx] = seg;
     CONTENT_ID.fetch_add(1, Ordering::Release);
     Ok(())
@@ -827,7 +833,7 @@ pub(crate) fn drop_module(module: *mut bindings::module) {
         return;
     };
     let seg = w.modules()[idx];
-    if seg.state == State::Placed {
+    if seg.state == SegmentState::Placed {
         w.remove(idx);
         drop(w);
         // SAFETY: out of the registry; placed tags were never used.

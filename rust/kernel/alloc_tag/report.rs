@@ -23,8 +23,13 @@
 //! ioctls ([`ioctl`]).
 
 use super::{ioctl, registry, tag::AllocTag};
-use crate::{bindings, error::code::ENOMEM, seq_file::SeqFile, types::Opaque};
-use core::ffi::{c_int, c_void};
+use crate::{
+    bindings,
+    error::code::ENOMEM,
+    ffi::{c_int, c_void},
+    seq_file::SeqFile,
+    types::Opaque,
+};
 
 const HEADER: &[u8] = b"allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n";
 
@@ -171,12 +176,15 @@ fn tag_from(pos: &mut bindings::loff_t) -> *mut c_void {
     };
     // SAFETY: the registry is held for reading by this reader since `start`.
     let guard = unsafe { registry::ReadGuard::assume_held() };
-    let found = guard.next_from(from);
+    // The tag stays valid after this guard is forgotten: the hold it stands
+    // for lasts until `stop`, and the seq_file core uses the tag only
+    // before that.
+    let found = guard.next_from(from).map(|(idx, tag)| (idx, tag.as_raw()));
     core::mem::forget(guard);
     match found {
         Some((idx, tag)) => {
             *pos = idx as bindings::loff_t;
-            tag.as_raw().cast()
+            tag.cast()
         }
         None => core::ptr::null_mut(),
     }

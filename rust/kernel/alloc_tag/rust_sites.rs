@@ -78,12 +78,12 @@ pub const MAX_PROBE: usize = 16;
 const FILE_LEN: usize = 128;
 const FUNC_LEN: usize = 64;
 /// `MODULE_NAME_LEN`, a macro bindgen cannot see.
-const MOD_LEN: usize = 64 - size_of::<core::ffi::c_ulong>();
+const MOD_LEN: usize = 64 - size_of::<crate::ffi::c_ulong>();
 
 /// A table key: the address of a `Location`; 0 is an empty slot, 1 one
 /// whose site went away.
-const EMPTY: usize = 0;
-const GONE: usize = 1;
+const KEY_EMPTY: usize = 0;
+const KEY_GONE: usize = 1;
 
 /// One table slot.
 struct Slot {
@@ -91,12 +91,40 @@ struct Slot {
     site: AtomicPtr<Site>,
 }
 
-/// Site states.
-const FREE: u8 = 0;
-const LIVE: u8 = 1;
-const DETACHED: u8 = 2;
-/// Drained and unlisted, waiting for frees in flight before reuse.
-const UNLISTED: u8 = 3;
+/// Where a site is in its life.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum SiteState {
+    /// Unused, on the free list (a zeroed block's sites start here).
+    Free = 0,
+    /// Registered: the table finds it and its tag is reported.
+    Live = 1,
+    /// Its module is gone and allocations are still charged to its tag,
+    /// which stays reported.
+    Detached = 2,
+    /// Drained and unlisted, waiting for frees in flight before reuse.
+    Unlisted = 3,
+}
+
+/// A [`SiteState`] as an atomic byte; all zeroes is [`SiteState::Free`].
+#[repr(transparent)]
+struct AtomicSiteState(AtomicU8);
+
+impl AtomicSiteState {
+    fn load(&self) -> SiteState {
+        match self.0.load(Ordering::Relaxed) {
+            1 => SiteState::Live,
+            2 => SiteState::Detached,
+            3 => SiteState::Unlisted,
+            // Only `store` writes it, and the blocks start zeroed.
+            _ => SiteState::Free,
+        }
+    }
+
+    fn store(&self, state: SiteState) {
+        self.0.store(state as u8, Ordering::Relaxed);
+    }
+}
 
 /// The strings and identity of one site.
 struct SiteData {
@@ -122,10 +150,10 @@ struct SiteData {
 /// `tag` is the tag of the same index in the site's block, set before the
 /// block is published. `data` is only touched under the sites lock; its
 /// strings, which the tag points to, are written only while `state` is
-/// `FREE` and the tag is not in use (its `filename` NULL), so that readers
+/// [`SiteState::Free`] and the tag is not in use (its `filename` NULL), so that readers
 /// of a tag in use see them complete.
 struct Site {
-    state: AtomicU8,
+    state: AtomicSiteState,
     tag: *mut bindings::alloc_tag,
     data: UnsafeCell<SiteData>,
 }
@@ -273,7 +301,7 @@ fn lookup(table: &[Slot], key: usize) -> Option<&'static Site> {
     for i in 0..MAX_PROBE {
         let slot = &table[(h + i) & (TABLE_SIZE - 1)];
         let k = slot.key.load(Ordering::Acquire);
-        if k == EMPTY {
+        if k == KEY_EMPTY {
             return None;
         }
         if k == key {
@@ -460,7 +488,7 @@ fn insert(table: &[Slot], key: usize, site: &Site) -> bool {
     for i in 0..MAX_PROBE {
         let slot = &table[(h + i) & (TABLE_SIZE - 1)];
         let k = slot.key.load(Ordering::Relaxed);
-        if k == EMPTY || k == GONE {
+        if k == KEY_EMPTY || k == KEY_GONE {
             slot.site
                 .store(site as *const Site as *mut Site, Ordering::Release);
             slot.key.store(key, Ordering::Release);
@@ -537,7 +565,7 @@ fn find_live(
     for i in 0..nr_sites() {
         count(1);
         let site = site(i);
-        if site.state.load(Ordering::Relaxed) != LIVE {
+        if site.state.load() != SiteState::Live {
             continue;
         }
         // SAFETY: the lock is held, and a live site's data is not written.
@@ -682,7 +710,7 @@ fn register_locked(
             .fetch_and(!bindings::CODETAG_FLAG_INACCURATE, Ordering::Relaxed);
         filename(ct).store(d.file.as_mut_ptr(), Ordering::Release);
     }
-    site.state.store(LIVE, Ordering::Relaxed);
+    site.state.store(SiteState::Live);
     ident_insert(site, d);
     SITES.free.fetch_sub(1, Ordering::Relaxed);
     // Without a slot, the site is found again through the scan above.
@@ -723,18 +751,18 @@ pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
         let _lock = SitesLock::new();
         for slot in &table[from..(from + GONE_CHUNK).min(TABLE_SIZE)] {
             count(1);
-            if slot.key.load(Ordering::Relaxed) <= GONE {
+            if slot.key.load(Ordering::Relaxed) <= KEY_GONE {
                 continue;
             }
             // SAFETY: sites in the table are in blocks, never freed.
             let site = unsafe { &*slot.site.load(Ordering::Relaxed) };
-            if site.state.load(Ordering::Relaxed) != LIVE {
+            if site.state.load() != SiteState::Live {
                 continue;
             }
             // SAFETY: the lock is held, and a live site's data is not
             // written.
             if unsafe { &*site.data.get() }.owner == module {
-                slot.key.store(GONE, Ordering::Release);
+                slot.key.store(KEY_GONE, Ordering::Release);
             }
         }
         from += GONE_CHUNK;
@@ -746,7 +774,7 @@ pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
         for i in b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS {
             count(1);
             let site = site(i);
-            if site.state.load(Ordering::Relaxed) != LIVE {
+            if site.state.load() != SiteState::Live {
                 continue;
             }
             // SAFETY: the lock is held; live data is only written here,
@@ -758,7 +786,7 @@ pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
             ident_remove(site, d);
             // Its strings are copies in the site: nothing to do for them.
             d.owner = core::ptr::null_mut();
-            site.state.store(DETACHED, Ordering::Relaxed);
+            site.state.store(SiteState::Detached);
             SITES.detached.fetch_add(1, Ordering::Relaxed);
             any = true;
         }
@@ -783,7 +811,7 @@ pub(crate) fn unlist_drained() -> usize {
         for i in b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS {
             count(1);
             let site = site(i);
-            if site.state.load(Ordering::Relaxed) != DETACHED {
+            if site.state.load() != SiteState::Detached {
                 continue;
             }
             let c = site.tag().read();
@@ -792,7 +820,7 @@ pub(crate) fn unlist_drained() -> usize {
             }
             // SAFETY: the site's tag; no reader holds the registry.
             unsafe { filename(site.tag_codetag()) }.store(core::ptr::null_mut(), Ordering::Release);
-            site.state.store(UNLISTED, Ordering::Relaxed);
+            site.state.store(SiteState::Unlisted);
             SITES.detached.fetch_sub(1, Ordering::Relaxed);
             n += 1;
         }
@@ -809,8 +837,8 @@ pub(crate) fn free_unlisted() {
         for i in (b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS).rev() {
             count(1);
             let site = site(i);
-            if site.state.load(Ordering::Relaxed) == UNLISTED {
-                site.state.store(FREE, Ordering::Relaxed);
+            if site.state.load() == SiteState::Unlisted {
+                site.state.store(SiteState::Free);
                 push_free(i);
                 SITES.free.fetch_add(1, Ordering::Relaxed);
             }

@@ -18,7 +18,7 @@ use core::ptr::null_mut;
 
 /// `CODETAG_EMPTY` of debug builds.
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
-const EMPTY: *mut bindings::codetag = 1 as *mut bindings::codetag;
+const CODETAG_EMPTY: *mut bindings::codetag = 1 as *mut bindings::codetag;
 
 /// One `union codetag_ref`.
 ///
@@ -59,7 +59,7 @@ impl TagRef {
     fn is_empty_marker(ct: *mut bindings::codetag) -> bool {
         #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
         {
-            ct == EMPTY
+            ct == CODETAG_EMPTY
         }
         #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_DEBUG))]
         {
@@ -134,7 +134,7 @@ impl TagRef {
     #[inline(always)]
     pub fn set_empty(&self) {
         #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
-        self.set(EMPTY);
+        self.set(CODETAG_EMPTY);
         #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_DEBUG))]
         self.set(null_mut());
     }
@@ -179,7 +179,7 @@ pub(super) mod debug {
         }
 
         pub(super) fn is_empty(ct: *mut bindings::codetag) -> bool {
-            ct == super::super::EMPTY
+            ct == super::super::CODETAG_EMPTY
         }
     }
 
