@@ -60,7 +60,8 @@ extern "C" fn alloc_tag_init() -> c_int {
     // as it does for every other chunk. Not with `never`, which leaves
     // percpu (memcg included) as without the profiler.
     if control::profiling_supported() {
-        // SAFETY: the percpu allocator is up at initcalls.
+        // SAFETY: the helper needs the percpu allocator set up and a context
+        // that may sleep (it allocates with GFP_KERNEL): an initcall is both.
         unsafe { bindings::pcpu_alloc_tag_init_boot_chunks() };
     }
     control::sysctl_init(compressed::store() == Store::Compressed);
@@ -188,7 +189,8 @@ pub unsafe extern "C" fn codetag_unload_module(module: *mut bindings::module) ->
         return true;
     }
     // Let the module's pending kfree_rcu() frees land first.
-    // SAFETY: no preconditions; may sleep, as module unload may.
+    // SAFETY: the barrier's only requirement is a context that may sleep
+    // with no RCU read lock held, which module unload is.
     unsafe { bindings::alloc_tag_kvfree_rcu_barrier() };
     // Armed sites of the module first: their tags may go once drained.
     #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]

@@ -385,8 +385,10 @@ unsafe fn alloc_counters(seg: &Segment) -> Result {
     let mut i = 0;
     while i < seg.len {
         let n = COUNTER_CHUNK.min(seg.len - i);
-        // SAFETY: may sleep; module loading may. The area is zeroed, and
-        // charged to the helper's own row like any other allocation.
+        // SAFETY: the helper's only requirement is a context that may
+        // sleep, which every caller is (module load, a work item, the
+        // initcall). The area is zeroed, and charged to the helper's own
+        // row like any other allocation.
         let chunk = unsafe {
             bindings::alloc_tag_alloc_counters(n * size_of::<bindings::alloc_tag_counters>())
         }
@@ -450,7 +452,9 @@ unsafe fn release(seg: Segment) {
 /// Waits until every CPU that might still be between the two counter
 /// updates of a free (even if preempted there) is past them.
 fn wait_for_frees_in_flight() {
-    // SAFETY: may sleep; callers may.
+    // SAFETY: the grace-period wait only needs a context that may sleep
+    // with no lock held that a freeing task could wait for: callers hold
+    // none of the core's locks here (module load and unload, open()).
     unsafe { bindings::alloc_tag_synchronize_rcu_tasks() };
 }
 
@@ -755,7 +759,8 @@ pub(crate) unsafe fn place_module(
         );
         return core::ptr::null_mut();
     }
-    // SAFETY: may sleep, as module loading may. Page aligned.
+    // SAFETY: `execmem_alloc()` needs a context that may sleep, which
+    // module loading is; it returns NULL or `size` bytes, page aligned.
     let area = unsafe { bindings::execmem_alloc(bindings::execmem_type_EXECMEM_MODULE_DATA, size) };
     if area.is_null() {
         return core::ptr::null_mut();
