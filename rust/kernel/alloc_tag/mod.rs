@@ -24,8 +24,8 @@
 //!    where vmlinux's tags are.
 //! 3. State and stores: [`control`] (the static key, whether profiling is
 //!    supported, `sysctl.vm.mem_profiling=` and `/proc/sys/vm/mem_profiling`),
-//!    [`tag_ref`] (an object's tag reference; `alloc_tag_add()` and
-//!    `alloc_tag_sub()`), [`compressed`] (page tags as indexes in
+//!    [`tag_ref`] (an object's tag reference; `__alloc_tag_add()` and
+//!    `__alloc_tag_sub()`), [`compressed`] (page tags as indexes in
 //!    `page->flags`, the store chosen once at boot).
 //! 4. [`registry`]: the tags of vmlinux, of each module and of each block of
 //!    Rust call-site tags, as generic segments under one read-write
@@ -34,29 +34,38 @@
 //! 5. Users: [`page`] (the page allocator's hooks over `page_ext` or
 //!    [`compressed`]), [`rust_sites`] (the tags of Rust call sites, found
 //!    from the caller's `#[track_caller]` location by `kernel::alloc`),
-//!    [`ioctl`] (the `ALLOCINFO_IOC_*` ioctls) and [`report`]
-//!    (`/proc/allocinfo` and the top users for `show_mem()`).
+//!    [`ioctl`] (the `ALLOCINFO_IOC_*` ioctls), [`report`]
+//!    (`/proc/allocinfo` and the top users for `show_mem()`) and, with
+//!    `MEM_ALLOC_PROFILING_CAPTURE`, `capture` (the callers of armed sites).
 //! 6. [`init`]: the profiler's initcall and the module loader's hooks, which
 //!    set the others up, load and unload modules, in order, and give the
 //!    registry its hooks.
 //!
 //! # Lock order
 //!
-//! 1. The registry's read-write semaphore (`alloc_tag_registry`): read by
-//!    `/proc/allocinfo` (from seq_file `start` to `stop`), each ioctl, and
-//!    `show_mem()` (trylock only, from `alloc_tag_top_users_begin()` to
-//!    `_end()`); written by module load and unload, reclaim and the adding
-//!    of a block of Rust call-site tags. May sleep; allocates with
-//!    `GFP_KERNEL` when written.
-//! 2. The Rust sites' raw spinlock (interrupts off): taken alone when a
-//!    site registers (any context but NMI) and when sites are added or
-//!    freed, and under the registry held for writing when a module goes and
-//!    at reclaim. Nothing is taken, allocated or waited for under it.
+//! Each lock is only taken with none or some of those above it held:
 //!
-//! No lock of the core is held across a grace-period wait
-//! (`synchronize_rcu_tasks()`, `kvfree_rcu_barrier()`) or a static-key
-//! change, and the allocation hot paths (the slab, percpu and page hooks,
-//! and a known Rust site's lookup) take none.
+//! 1. The registry's read-write semaphore (`alloc_tag_registry`): read by
+//!    `/proc/allocinfo` (from seq_file `start` to `stop`), each ioctl,
+//!    capture's arm, disarm and report, and `show_mem()` (trylock only, from
+//!    `alloc_tag_top_users_begin()` to `_end()`); written by module load and
+//!    unload, reclaim and the adding of a block of Rust call-site tags. May
+//!    sleep; allocates with `GFP_KERNEL` when written.
+//! 2. Capture's control mutex (arm, disarm, its report, module unload),
+//!    held across the static-call switch of `alloc_tag_add`/`alloc_tag_sub`.
+//! 3. The Rust sites' raw spinlock (interrupts off): taken when a site
+//!    registers (a Rust allocation from a new site, in any context but NMI,
+//!    under whatever its caller holds), when sites are added or freed, and
+//!    under the registry held for writing when a module goes and at
+//!    reclaim. Nothing is taken, allocated or waited for under it.
+//! 4. Capture's raw spinlock (interrupts off): from the slab and percpu
+//!    hooks of an armed site's allocations, and under the control mutex.
+//!
+//! The two spinlocks are never held together. No lock of the core is held
+//! across a grace-period wait (`synchronize_rcu_tasks()`,
+//! `kvfree_rcu_barrier()`) or a static-key change, and the allocation hot
+//! paths (the slab, percpu and page hooks, and a known Rust site's lookup)
+//! take none while no site is armed for capture.
 
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 pub mod capture;
