@@ -284,7 +284,7 @@ def capture_cost(w, med, names):
     w("| config | kmalloc | kmalloc_armed | armed cost per pair |")
     w("|---|---|---|---|")
     for n, plain, armed in rows:
-        w(f"| {n} | {plain:.1f} | {armed:.1f} | +{armed - plain:.1f} |")
+        w(f"| {n} | {plain:.1f} | {armed:.1f} | {armed - plain:+.1f} |")
 
 
 def section(w, out, prefix, data):
@@ -322,7 +322,8 @@ def section(w, out, prefix, data):
         for mode in ("on", "off", "never"):
             r, u = med.get((f"rust-{mode}", l)), med.get((f"upstream-{mode}", l))
             cells.append(f"{r / u:.3f}x ({pct(r, u)})" if r and u else "")
-        w(f"| {l} | " + " | ".join(cells) + " |")
+        if any(cells):
+            w(f"| {l} | " + " | ".join(cells) + " |")
 
     w("\n## Rust allocations: per-call-site tags against the helper line (issue 7)\n")
     w("bench/module/alloc_tag_rust_bench.ko: `KBox::new()` of 64 bytes + drop (`rust_kbox`), "
