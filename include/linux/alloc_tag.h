@@ -119,12 +119,14 @@ void __alloc_tag_sub(union codetag_ref *ref, size_t bytes);
 #ifdef CONFIG_MEM_ALLOC_PROFILING_CAPTURE
 /*
  * Context capture (rust/kernel/alloc_tag/capture.rs): while some call site
- * is armed, the slab and percpu hooks' calls go to the capturing versions,
- * which give each new allocation of an armed site a record and recognise
- * records on free.  Static calls: with nothing armed the call sites call
- * __alloc_tag_add()/__alloc_tag_sub() directly, as without capture.  Page
- * hooks call the plain functions: pages are not captured.
+ * is armed, the slab, percpu and page_ext page hooks' calls go to the
+ * capturing versions, which give each new allocation of an armed site a
+ * record and recognise records on free.  Static calls: with nothing armed
+ * the call sites call __alloc_tag_add()/__alloc_tag_sub() directly, as
+ * without capture.  A reference holding a record has ALLOC_TAG_REF_RECORD
+ * set; compressed page tags (indexes) never do.
  */
+#define ALLOC_TAG_REF_RECORD	2UL
 void __alloc_tag_add_capture(union codetag_ref *ref, struct alloc_tag *tag,
 			     size_t bytes);
 void __alloc_tag_sub_capture(union codetag_ref *ref, size_t bytes);

@@ -96,8 +96,8 @@ static __always_inline union codetag_ref *pgalloc_tag_ref(struct page *page,
 #endif
 
 /*
- * The page_ext path calls the core's plain entry points, not the static calls
- * that context capture switches (pages get no capture records).
+ * The page_ext path calls the core through the same static calls as the slab
+ * hooks (alloc_tag_add/alloc_tag_sub): context capture records pages too.
  */
 static __always_inline void __pgalloc_tag_add(struct page *page,
 					      unsigned long pfn,
@@ -112,7 +112,7 @@ static __always_inline void __pgalloc_tag_add(struct page *page,
 	}
 	ref = pgalloc_tag_ref(page, pfn);
 	if (likely(ref))
-		__alloc_tag_add(ref, tag, (size_t)nr << PAGE_SHIFT);
+		alloc_tag_add(ref, tag, (size_t)nr << PAGE_SHIFT);
 	else
 		__pgalloc_tag_add_no_ref(page, tag, nr);
 }
@@ -129,29 +129,40 @@ static __always_inline void __pgalloc_tag_sub(struct page *page,
 	}
 	ref = pgalloc_tag_ref(page, pfn);
 	if (likely(ref))
-		__alloc_tag_sub(ref, (size_t)nr << PAGE_SHIFT);
+		alloc_tag_sub(ref, (size_t)nr << PAGE_SHIFT);
 	else
 		__pgalloc_tag_sub_no_ref(page, nr);
 }
 
+/* Flag bits a page_ext reference may carry besides a code tag's address. */
+#ifdef CONFIG_MEM_ALLOC_PROFILING_CAPTURE
+#define PGALLOC_TAG_REF_FLAGS	ALLOC_TAG_REF_RECORD
+#else
+#define PGALLOC_TAG_REF_FLAGS	0UL
+#endif
+
 /*
  * The tag @page (at @pfn, owned by the caller) is charged to, or NULL.  No
- * reference: the store is not decided yet or the page has no page_ext, and
- * the core's general lookup answers.
+ * reference (the store is not decided yet or the page has no page_ext), or
+ * one holding a capture record: the core's general lookup answers.
  */
 static __always_inline struct alloc_tag *__pgalloc_tag_get_pfn(struct page *page,
 							       unsigned long pfn)
 {
 	union codetag_ref *ref;
+	struct codetag *ct;
 
 	if (pgalloc_tag_compressed())
 		return __pgalloc_tag_get_compressed(page);
 	ref = pgalloc_tag_ref(page, pfn);
 	if (unlikely(!ref))
 		return __pgalloc_tag_get(page);
-	if (!ref->ct || is_codetag_empty(ref))
+	ct = ref->ct;
+	if (unlikely((unsigned long)ct & PGALLOC_TAG_REF_FLAGS))
+		return __pgalloc_tag_get(page);
+	if (!ct || is_codetag_empty(ref))
 		return NULL;
-	return ct_to_alloc_tag(ref->ct);
+	return ct_to_alloc_tag(ct);
 }
 
 /*

@@ -3,21 +3,28 @@
 //! Context capture: which callers hold the memory of one call site.
 //!
 //! Root arms a call site through `/sys/kernel/debug/allocinfo_capture`.
-//! While it is armed, each new slab or percpu allocation charged to it gets
-//! a [`Record`] (stack, size, task, time); the object's tag
+//! While it is armed, each new slab, percpu or page allocation charged to it
+//! gets a [`Record`] (stack, size, task, time); the object's tag
 //! reference then holds the record's address with [`FLAG_RECORD`] set
 //! instead of the tag's code tag, and its free finds the record, uncharges
 //! the site as usual and the record's stack, and frees the record. Reading
 //! the file reports, per armed site, its distinct stacks with live bytes and
 //! calls, largest first.
 //!
-//! Nothing is paid while nothing is armed: the slab and percpu hooks call
-//! the core through two static calls (`alloc_tag_add`, `alloc_tag_sub`),
-//! which point at the plain entry points and are switched to
-//! [`__alloc_tag_add_capture`] and [`__alloc_tag_sub_capture`] only from
-//! the first arm to the last disarm. Page hooks always call the plain entry
-//! points: page allocations are never captured (their references are read
-//! in C and moved by split and migration), they stay counted on the site.
+//! Nothing is paid while nothing is armed: the slab, percpu and page hooks
+//! call the core through two static calls (`alloc_tag_add`,
+//! `alloc_tag_sub`), which point at the plain entry points and are switched
+//! to [`__alloc_tag_add_capture`] and [`__alloc_tag_sub_capture`] only from
+//! the first arm to the last disarm.
+//!
+//! Pages are captured when their tags live in `page_ext`; compressed page
+//! tags are indexes in `page->flags`, which cannot hold a record, so pages
+//! in compressed mode are not captured (counted on the site as usual, in
+//! neither `captured` nor `uncaptured`). A page reference is also read
+//! outside its allocation and free: the tail-page lookup of
+//! `__free_pages()` asks [`record_tag`], and a split or a migration first
+//! drops the block's record with [`release`] (its bytes stay on the site,
+//! counted as uncaptured from then on).
 //!
 //! Limits, all visible in the report: [`MAX_SITES`] armed sites,
 //! [`MAX_RECORDS`] live records, [`MAX_STACKS`] distinct stacks per site
@@ -38,7 +45,7 @@
 //! call updates) -> the capture spinlock (raw, irqsave; taken from the
 //! allocator hooks in any context but NMI).
 
-use super::{registry, AllocTag};
+use super::{registry, tag_ref::REF_RECORD, AllocTag};
 use crate::{
     bindings,
     error::{code::*, Result},
@@ -68,10 +75,8 @@ pub const MAX_STACKS: usize = 32;
 /// helper that saves it, [`record_add`] and [`__alloc_tag_add_capture`].
 const CAPTURE_FRAMES: u32 = 3;
 
-/// Bit 1 of a tag reference: it holds a [`Record`]'s address, not a code
-/// tag (records and code tags are 8-byte aligned; bit 0 is
-/// `CODETAG_EMPTY`'s).
-const FLAG_RECORD: usize = 2;
+/// Set in a tag reference holding a [`Record`]'s address.
+const FLAG_RECORD: usize = REF_RECORD;
 
 const FRAMES: usize = bindings::ALLOC_TAG_CAPTURE_FRAMES as usize;
 
@@ -117,7 +122,8 @@ struct Site {
     nstacks: usize,
     /// Stacks beyond [`MAX_STACKS`], and allocations without a stack.
     other: Bucket,
-    /// Allocations since arming that got no record.
+    /// Allocations since arming counted in no stack: they got no record,
+    /// or (pages) their record was dropped by a split or a migration.
     uncaptured: u64,
 }
 
@@ -386,6 +392,54 @@ unsafe fn record_sub(ref_: *mut bindings::codetag_ref, ct: usize, bytes: usize) 
         unlink(s, rec);
         (*ref_).ct = core::ptr::addr_of_mut!((*s.tag).ct);
         super::tag_ref::__alloc_tag_sub(ref_, bytes);
+    }
+    drop(g);
+    // SAFETY: unlinked above, no longer reachable.
+    unsafe { bindings::kfree(rec.cast()) };
+    RECORDS.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// The tag of a page reference that holds a record (`__free_pages()`' tail
+/// lookup, by a caller that holds the page): the record's site's tag, or,
+/// if a disarm rewrote the reference meanwhile, the tag it holds now.
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+pub(crate) fn record_tag(r: &super::tag_ref::TagRef) -> Option<&'static AllocTag> {
+    let _g = Guard::lock();
+    if !r.holds_record() {
+        return r.tag();
+    }
+    let rec = (r.raw() as usize & !FLAG_RECORD) as *mut Record;
+    // SAFETY: the reference still holds the record under the lock, so the
+    // record is live, its site armed and the site's tag valid; tags of
+    // armed sites outlive their objects (module unload disarms first).
+    Some(unsafe { AllocTag::from_raw((*(*rec).site).tag) })
+}
+
+/// A page block is split or migrated: if its reference holds a record, the
+/// record goes and the reference holds the site's tag again. The site's
+/// totals do not change; the block's bytes leave their stack and count as
+/// uncaptured.
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+pub(crate) fn release(r: &super::tag_ref::TagRef) {
+    if !r.holds_record() {
+        return;
+    }
+    let g = Guard::lock();
+    if !r.holds_record() {
+        // Disarmed meanwhile.
+        return;
+    }
+    let rec = (r.raw() as usize & !FLAG_RECORD) as *mut Record;
+    // SAFETY: as in `record_tag()`: the record is live and linked in its
+    // armed site, all under the lock.
+    unsafe {
+        let rr = &mut *rec;
+        let s = &mut *rr.site;
+        (*rr.bucket).bytes -= rr.bytes as i64;
+        (*rr.bucket).calls -= 1;
+        s.uncaptured += 1;
+        unlink(s, rec);
+        r.set_raw(core::ptr::addr_of_mut!((*s.tag).ct));
     }
     drop(g);
     // SAFETY: unlinked above, no longer reachable.

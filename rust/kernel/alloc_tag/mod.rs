@@ -31,12 +31,13 @@
 //!    Rust call-site tags, as generic segments under one read-write
 //!    semaphore. It learns about its users through [`registry::Hooks`], as
 //!    codetag's users do through `struct codetag_type_desc`.
-//! 5. Users: [`page`] (the page allocator's hooks over `page_ext` or
-//!    [`compressed`]), [`rust_sites`] (the tags of Rust call sites, found
-//!    from the caller's `#[track_caller]` location by `kernel::alloc`),
-//!    [`ioctl`] (the `ALLOCINFO_IOC_*` ioctls), [`report`]
-//!    (`/proc/allocinfo` and the top users for `show_mem()`) and, with
-//!    `MEM_ALLOC_PROFILING_CAPTURE`, `capture` (the callers of armed sites).
+//! 5. Users: with `MEM_ALLOC_PROFILING_CAPTURE`, `capture` (the callers
+//!    of armed sites), then [`page`] (the page allocator's hooks over
+//!    `page_ext` or [`compressed`]; it asks capture about references holding
+//!    a record), [`rust_sites`] (the tags of Rust call sites, found from the
+//!    caller's `#[track_caller]` location by `kernel::alloc`), [`ioctl`]
+//!    (the `ALLOCINFO_IOC_*` ioctls), [`report`] (`/proc/allocinfo` and the
+//!    top users for `show_mem()`).
 //! 6. [`init`]: the profiler's initcall and the module loader's hooks, which
 //!    set the others up, load and unload modules, in order, and give the
 //!    registry its hooks.
@@ -58,8 +59,10 @@
 //!    under whatever its caller holds), when sites are added or freed, and
 //!    under the registry held for writing when a module goes and at
 //!    reclaim. Nothing is taken, allocated or waited for under it.
-//! 4. Capture's raw spinlock (interrupts off): from the slab and percpu
-//!    hooks of an armed site's allocations, and under the control mutex.
+//! 4. Capture's raw spinlock (interrupts off): from the slab, percpu and
+//!    page hooks of an armed site's allocations, from a page split,
+//!    migration or tail-page free whose reference holds a record, and under
+//!    the control mutex.
 //!
 //! The two spinlocks are never held together. No lock of the core is held
 //! across a grace-period wait (`synchronize_rcu_tasks()`,

@@ -164,8 +164,28 @@ impl PageTag<'_> {
     fn tag(&self) -> Option<&'static AllocTag> {
         match self {
             #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-            PageTag::Ext(r) => r.tag_ref().tag(),
+            PageTag::Ext(r) => {
+                #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+                if r.tag_ref().holds_record() {
+                    return super::capture::record_tag(r.tag_ref());
+                }
+                r.tag_ref().tag()
+            }
             PageTag::Index(i) => i.tag(),
+        }
+    }
+
+    /// Before a split or a migration moves the reference: a capture record
+    /// it holds goes, and it holds the site's tag again (indexes never hold
+    /// records).
+    #[inline(always)]
+    fn drop_record(&self) {
+        #[cfg(all(
+            CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT,
+            CONFIG_MEM_ALLOC_PROFILING_CAPTURE
+        ))]
+        if let PageTag::Ext(r) = self {
+            super::capture::release(r.tag_ref());
         }
     }
 
@@ -366,7 +386,13 @@ pub unsafe extern "C" fn __pgalloc_tag_split(
     // SAFETY: `folio` is valid (caller), so is its head page.
     let head = unsafe { bindings::folio_page(folio, 0) };
     // SAFETY: the head page of a valid folio.
-    let Some(tag) = unsafe { PageTag::get(head) }.and_then(|t| t.tag()) else {
+    let Some(head) = (unsafe { PageTag::get(head) }) else {
+        return;
+    };
+    // The pieces are freed one by one: a record for the whole block would
+    // not be.
+    head.drop_record();
+    let Some(tag) = head.tag() else {
         return;
     };
     let step = 1usize << new_order;
@@ -406,6 +432,9 @@ pub unsafe extern "C" fn __pgalloc_tag_swap(new: *mut bindings::folio, old: *mut
         return;
     };
     if tn.tag().is_some() && to.tag().is_some() {
+        // A record points back at its reference, which the swap moves.
+        tn.drop_record();
+        to.drop_record();
         tn.swap(&to);
     }
 }

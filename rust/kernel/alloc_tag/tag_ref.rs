@@ -20,6 +20,12 @@ use core::ptr::null_mut;
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
 const CODETAG_EMPTY: *mut bindings::codetag = 1 as *mut bindings::codetag;
 
+/// Bit 1 of a reference: it holds the address of a context capture record
+/// (`capture.rs`), not a code tag. Records and code tags are 8-byte aligned;
+/// bit 0 is `CODETAG_EMPTY`'s.
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+pub(crate) const REF_RECORD: usize = bindings::ALLOC_TAG_REF_RECORD as usize;
+
 /// One `union codetag_ref`.
 ///
 /// # Invariants
@@ -27,7 +33,9 @@ const CODETAG_EMPTY: *mut bindings::codetag = 1 as *mut bindings::codetag;
 /// The wrapped reference is valid memory owned by an allocated object, and
 /// the allocator serialises the object's allocation and free, so the
 /// reference is not written concurrently. A non-NULL, non-empty value points
-/// at the code tag of an [`AllocTag`].
+/// at the code tag of an [`AllocTag`], or has [`REF_RECORD`] set and points
+/// at a capture record (then only capture reads or writes it: callers test
+/// [`TagRef::holds_record`] before [`TagRef::tag`] or [`TagRef::uncharge`]).
 #[repr(transparent)]
 pub struct TagRef(Opaque<bindings::codetag_ref>);
 
@@ -68,7 +76,20 @@ impl TagRef {
         }
     }
 
-    /// The tag this reference holds, if it holds one.
+    /// Whether the reference holds a capture record rather than a tag.
+    #[inline(always)]
+    pub fn holds_record(&self) -> bool {
+        #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+        {
+            self.get() as usize & REF_RECORD != 0
+        }
+        #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_CAPTURE))]
+        {
+            false
+        }
+    }
+
+    /// The tag this reference holds, if it holds one (not a record).
     #[inline(always)]
     pub fn tag(&self) -> Option<&'static AllocTag> {
         let ct = self.get();

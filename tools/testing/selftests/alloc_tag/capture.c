@@ -8,22 +8,28 @@
  * site's /proc/allocinfo totals exact, before and after the objects go.
  * Bad commands are refused.  A record whose allocation fails (failslab
  * through this thread's fail-nth) leaves the object allocated and counted
- * on the site, as uncaptured.  Not on the upstream C core, which has no
- * capture.
+ * on the site, as uncaptured.  Pages ("capture_pages": orders 0, 1, 2 from
+ * three callers) get records when their tags live in page_ext, none in
+ * compressed mode; a split drops the block's record, a tail free keeps it.
+ * Not on the upstream C core, which has no capture.
  */
 #include "alloc_tag_util.h"
+
+#include <signal.h>
+#include <sys/wait.h>
 #include "../kselftest_harness.h"
 
 #define CAP_PATH	"/sys/kernel/debug/allocinfo_capture"
 
-static const char *const callers[] = {
-	"att_capture_caller0", "att_capture_caller1", "att_capture_caller2",
-};
+/* The callers' function names: a prefix and 0, 1, 2. */
+#define CAP_CALLERS		3
+#define CAP_KMALLOC_CALLER	"att_capture_caller"
+#define CAP_PAGES_CALLER	"att_capture_pages_caller"
 static const long sizes[] = { 64, 128, 256 };
 
 struct cap_stack {
 	long long bytes, calls;
-	int caller;	/* index in callers[] named by a frame, -1 if none */
+	int caller;	/* which caller (0-2) a frame names, -1 if none */
 	int callers_named;
 };
 
@@ -45,8 +51,12 @@ static int cap_cmd(const char *fmt, ...)
 	return ai_write(CAP_PATH, cmd, strlen(cmd));
 }
 
-/* The report's section of site FILE:LINE. */
-static int cap_read(const struct att_site *s, struct cap_site *out)
+/*
+ * The report's section of site FILE:LINE; a stack's caller is the one of
+ * @prefix0..2 its frames name.
+ */
+static int cap_read_callers(const struct att_site *s, struct cap_site *out,
+			    const char *prefix)
 {
 	char want[400], *text, *line, *save = NULL;
 	struct cap_stack *cur = NULL;
@@ -91,8 +101,11 @@ static int cap_read(const struct att_site *s, struct cap_site *out)
 			continue;
 		}
 		if (cur && !strncmp(line, "    ", 4)) {
-			for (int c = 0; c < (int)ARRAY_SIZE(callers); c++) {
-				if (strstr(line, callers[c]) && cur->caller != c) {
+			for (int c = 0; c < CAP_CALLERS; c++) {
+				char name[64];
+
+				snprintf(name, sizeof(name), "%s%d", prefix, c);
+				if (strstr(line, name) && cur->caller != c) {
 					cur->caller = c;
 					cur->callers_named++;
 				}
@@ -101,6 +114,11 @@ static int cap_read(const struct att_site *s, struct cap_site *out)
 	}
 	free(text);
 	return 0;
+}
+
+static int cap_read(const struct att_site *s, struct cap_site *out)
+{
+	return cap_read_callers(s, out, CAP_KMALLOC_CALLER);
 }
 
 /* The stack of caller @c, NULL if there is none or more than one. */
@@ -160,6 +178,7 @@ FIXTURE_TEARDOWN(capture)
 {
 	cap_cmd("disarm all");
 	att_ctl("free capture");
+	att_ctl("free capture_pages");
 }
 
 #define EXPECT_ROW(exp_bytes, exp_calls, what) do {				\
@@ -195,10 +214,10 @@ TEST_F(capture, three_callers)
 	for (int c = 0; c < 3; c++) {
 		const struct cap_stack *st = cap_stack_of(&cs, c);
 
-		ASSERT_NE(NULL, st) TH_LOG("no single stack naming %s", callers[c]);
+		ASSERT_NE(NULL, st) TH_LOG("no single stack naming %s%d", CAP_KMALLOC_CALLER, c);
 		EXPECT_EQ(1, st->callers_named);
-		EXPECT_EQ(n[c] * ai_kmalloc_bytes(sizes[c]), st->bytes) TH_LOG("%s", callers[c]);
-		EXPECT_EQ(n[c], st->calls) TH_LOG("%s", callers[c]);
+		EXPECT_EQ(n[c] * ai_kmalloc_bytes(sizes[c]), st->bytes) TH_LOG("%s%d", CAP_KMALLOC_CALLER, c);
+		EXPECT_EQ(n[c], st->calls) TH_LOG("%s%d", CAP_KMALLOC_CALLER, c);
 	}
 
 	/* One caller's objects freed: its stack is zero, the others stay. */
@@ -211,7 +230,7 @@ TEST_F(capture, three_callers)
 	for (int c = 0; c < 3; c++) {
 		const struct cap_stack *st = cap_stack_of(&cs, c);
 
-		ASSERT_NE(NULL, st) TH_LOG("no single stack naming %s", callers[c]);
+		ASSERT_NE(NULL, st) TH_LOG("no single stack naming %s%d", CAP_KMALLOC_CALLER, c);
 		EXPECT_EQ(c == 1 ? 0 : n[c] * ai_kmalloc_bytes(sizes[c]), st->bytes);
 		EXPECT_EQ(c == 1 ? 0 : n[c], st->calls);
 	}
@@ -256,6 +275,121 @@ TEST_F(capture, bad_commands)
 	EXPECT_EQ(-ENOENT, cap_cmd("disarm %s:%u", self->s.file, self->s.line));
 	/* The records' own allocation site would recurse. */
 	EXPECT_EQ(-EINVAL, cap_cmd("arm function:rust_helper_alloc_tag_capture_alloc"));
+}
+
+/*
+ * Where this boot keeps page tags, from the harness's allocprof_store= word:
+ * 1 page_ext, 0 compressed (page->flags), -1 not said.
+ */
+static int cap_page_ext(void)
+{
+	if (ai_cmdline_has("allocprof_store=page_ext") ||
+	    ai_cmdline_has("allocprof_store=fallback"))
+		return 1;
+	if (ai_cmdline_has("allocprof_store=compressed") ||
+	    ai_cmdline_has("allocprof_store=overflow"))
+		return 0;
+	return -1;
+}
+
+#define EXPECT_PAGES_ROW(site, start, exp_bytes, exp_calls, what) do {		\
+	struct ai_row r_;							\
+	ASSERT_EQ(0, ai_get((site)->file, (site)->line, &r_));			\
+	EXPECT_EQ((long long)(exp_bytes), r_.bytes - (start)->bytes)		\
+		TH_LOG("%s: row bytes", what);					\
+	EXPECT_EQ((long long)(exp_calls),					\
+		  (long long)(r_.calls - (start)->calls))			\
+		TH_LOG("%s: row calls", what);					\
+} while (0)
+
+/*
+ * Pages from three callers (order 0, 1, 2).  page_ext: three stacks with
+ * exact bytes and calls; freeing the tail pages of caller 2's blocks (their
+ * heads still held) keeps their records and stack until the heads go;
+ * splitting caller 1's blocks drops their records (uncaptured, the site's
+ * row unchanged).  Compressed: the site is armed, its pages get no record.
+ */
+TEST_F(capture, pages)
+{
+	static const int n[] = { 3, 2, 2 };
+	long long bytes = 0, calls = 0, pg = sysconf(_SC_PAGESIZE);
+	struct ai_row start;
+	struct cap_site cs;
+	struct att_site p;
+	int ext = cap_page_ext();
+
+	if (ext < 0)
+		SKIP(return, "no allocprof_store= on the command line");
+	ASSERT_EQ(0, att_site("capture_pages", &p));
+	ASSERT_EQ(0, ai_get(p.file, p.line, &start));
+	ASSERT_EQ(0, cap_cmd("arm %s:%u", p.file, p.line));
+	for (int c = 0; c < 3; c++) {
+		ASSERT_EQ(0, att_ctl("capture_pages %d %d", c, n[c]));
+		bytes += n[c] * (pg << c);
+		calls += n[c];
+	}
+	EXPECT_PAGES_ROW(&p, &start, bytes, calls, "armed");
+	ASSERT_EQ(0, cap_read_callers(&p, &cs, CAP_PAGES_CALLER));
+	ASSERT_TRUE(cs.found) TH_LOG("no section for %s:%u", p.file, p.line);
+	if (!ext) {
+		EXPECT_EQ(0, cs.nstacks);
+		EXPECT_EQ(0, cs.captured);
+		EXPECT_EQ(0, cs.uncaptured);
+		ASSERT_EQ(0, cap_cmd("disarm all"));
+		ASSERT_EQ(0, att_ctl("free capture_pages"));
+		EXPECT_PAGES_ROW(&p, &start, 0, 0, "all freed");
+		return;
+	}
+	EXPECT_EQ(3, cs.nstacks);
+	EXPECT_EQ(calls, cs.captured);
+	EXPECT_EQ(0, cs.uncaptured);
+	for (int c = 0; c < 3; c++) {
+		const struct cap_stack *st = cap_stack_of(&cs, c);
+
+		ASSERT_NE(NULL, st) TH_LOG("no single stack naming pages caller %d", c);
+		EXPECT_EQ(n[c] * (pg << c), st->bytes) TH_LOG("pages caller %d", c);
+		EXPECT_EQ(n[c], st->calls) TH_LOG("pages caller %d", c);
+	}
+
+	/* Tail pages freed, heads held: the row loses 3 pages a block. */
+	ASSERT_EQ(0, att_ctl("capture_pages_tails 2"));
+	bytes -= n[2] * 3 * pg;
+	EXPECT_PAGES_ROW(&p, &start, bytes, calls, "caller 2's tails freed");
+	ASSERT_EQ(0, cap_read_callers(&p, &cs, CAP_PAGES_CALLER));
+	EXPECT_EQ(calls, cs.captured);
+	EXPECT_EQ(n[2] * 4 * pg, cap_stack_of(&cs, 2) ?
+		  cap_stack_of(&cs, 2)->bytes : -1);
+
+	/* Split: one more call per piece on the row, the records go. */
+	ASSERT_EQ(0, att_ctl("capture_pages_split 1"));
+	calls += n[1];
+	EXPECT_PAGES_ROW(&p, &start, bytes, calls, "caller 1's blocks split");
+	ASSERT_EQ(0, cap_read_callers(&p, &cs, CAP_PAGES_CALLER));
+	EXPECT_EQ(n[0] + n[2], cs.captured);
+	EXPECT_EQ(n[1], cs.uncaptured);
+	EXPECT_EQ(0, cap_stack_of(&cs, 1) ?
+		  cap_stack_of(&cs, 1)->calls : -1);
+
+	/* Caller 0's and caller 2's pages freed: their stacks are empty. */
+	ASSERT_EQ(0, att_ctl("capture_pages_free 0"));
+	ASSERT_EQ(0, att_ctl("capture_pages_free 2"));
+	bytes -= n[0] * pg + n[2] * pg;
+	calls -= n[0] + n[2];
+	EXPECT_PAGES_ROW(&p, &start, bytes, calls, "callers 0 and 2 freed");
+	ASSERT_EQ(0, cap_read_callers(&p, &cs, CAP_PAGES_CALLER));
+	EXPECT_EQ(0, cs.captured);
+	for (int c = 0; c < 3; c++) {
+		const struct cap_stack *st = cap_stack_of(&cs, c);
+
+		ASSERT_NE(NULL, st) TH_LOG("pages caller %d", c);
+		EXPECT_EQ(0, st->bytes) TH_LOG("pages caller %d", c);
+		EXPECT_EQ(0, st->calls) TH_LOG("pages caller %d", c);
+	}
+
+	ASSERT_EQ(0, cap_cmd("disarm all"));
+	EXPECT_PAGES_ROW(&p, &start, bytes, calls, "disarmed");
+	ASSERT_EQ(0, att_ctl("free capture_pages"));
+	EXPECT_PAGES_ROW(&p, &start, 0, 0, "all freed");
 }
 
 /* The report's "N of M sites armed". */
@@ -336,6 +470,71 @@ TEST_F(capture, module_unload_with_records)
 	EXPECT_EQ(3, r.calls);
 	ASSERT_EQ(0, att_ctl("release"));
 	EXPECT_NE(0, ai_find_func("ath_obj", &r)) TH_LOG("the row outlived its objects");
+}
+
+/* The report's live records ("N of M records live"). */
+static int cap_records(void)
+{
+	size_t len;
+	char *text = ai_slurp(CAP_PATH, 4096, &len);
+	int armed, max, n = -1;
+
+	if (text && sscanf(text, "# allocinfo capture 1.0: %d of %d sites armed, %d of",
+			   &armed, &max, &n) != 3)
+		n = -1;
+	free(text);
+	return n;
+}
+
+/*
+ * Arming and disarming one site again and again while every online CPU
+ * allocates and frees at it ("stress on": kmalloc/kfree on a kthread per
+ * CPU): frees race the disarm that rewrites their references, allocations
+ * race the arm.  Once all is freed the row is back where it was and no
+ * record is live (under make test-debug, with KASAN and lockdep watching).
+ *
+ * Another site stays armed throughout, so that the static calls are not
+ * patched under the load: that is text_poke_bp()'s job, and QEMU 7.2's
+ * multi-threaded TCG runs a stale int3 of a call site patched while another
+ * vCPU executes it (seen here: "Oops: int3" in the slab hook; none with
+ * thread=single).
+ */
+TEST_F(capture, arm_disarm_under_load)
+{
+	long long seen = 0;
+	struct ai_row start, end;
+	struct att_site st;
+	struct cap_site cs;
+	int status = 0;
+	pid_t pid;
+
+	ASSERT_EQ(0, att_site("stress_on", &st));
+	ASSERT_EQ(0, ai_get(st.file, st.line, &start));
+	ASSERT_EQ(0, cap_cmd("arm %s:%u", self->s.file, self->s.line));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		for (;;)
+			if (att_ctl("stress on %d", 2000))
+				_exit(1);
+	}
+	for (int round = 0; round < 40; round++) {
+		ASSERT_EQ(0, cap_cmd("arm %s:%u", st.file, st.line));
+		usleep(2000);
+		ASSERT_EQ(0, cap_read(&st, &cs));
+		seen += cs.captured;
+		ASSERT_EQ(0, cap_cmd("disarm %s:%u", st.file, st.line));
+		usleep(500);
+	}
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	EXPECT_TRUE(WIFSIGNALED(status)) TH_LOG("stress on failed");
+	EXPECT_LT(0, seen) TH_LOG("no allocation captured while armed");
+	ASSERT_EQ(0, cap_cmd("disarm all"));
+	ASSERT_EQ(0, ai_get(st.file, st.line, &end));
+	EXPECT_EQ(start.bytes, end.bytes);
+	EXPECT_EQ(start.calls, end.calls);
+	EXPECT_EQ(0, cap_records());
 }
 
 /* failslab counts GFP_KERNEL and GFP_NOWAIT allocations; only fail-nth fires. */

@@ -508,4 +508,100 @@ TEST_F(rust, sites_lock_held_briefly)
 	}
 }
 
+#define RT_CAPTURE	"/sys/kernel/debug/allocinfo_capture"
+
+struct rt_cap {
+	bool found;
+	long long captured, uncaptured;
+	int stacks;
+	bool module_frame;	/* a frame of the stacks names the module */
+};
+
+/* The capture report's section of site RT_FILE:@line. */
+static int rt_cap_read(unsigned int line, struct rt_cap *out)
+{
+	char want[256], *text, *l, *save = NULL;
+	bool in = false;
+	size_t len;
+
+	memset(out, 0, sizeof(*out));
+	text = ai_slurp(RT_CAPTURE, 4096, &len);
+	if (!text)
+		return -errno;
+	snprintf(want, sizeof(want), "site %s:%u ", RT_FILE, line);
+	for (l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(l, "site ", 5)) {
+			char *p = strstr(l, " captured:");
+
+			in = !strncmp(l, want, strlen(want));
+			if (in && (!p || sscanf(p, " captured:%lld uncaptured:%lld stacks:%d",
+						&out->captured, &out->uncaptured,
+						&out->stacks) != 3)) {
+				free(text);
+				return -EINVAL;
+			}
+			out->found |= in;
+		} else if (in && !strncmp(l, "    ", 4) && strstr(l, "[" RT_MOD "]")) {
+			out->module_frame = true;
+		}
+	}
+	free(text);
+	return 0;
+}
+
+/*
+ * Context capture arms a Rust call site like any other (capture.c tests
+ * the rest): the KBox site's allocation gets a record whose stack runs
+ * through the module; the Page site's too where page tags live in
+ * page_ext, none in compressed mode.  Freeing releases them.
+ */
+TEST_F(rust, capture_arms_rust_sites)
+{
+	static const char *const kinds[] = { "kbox", "page" };
+	unsigned int line[2];
+	int page_ext = -1;
+	struct rt_cap c;
+	char func[64];
+
+	if (access(RT_CAPTURE, F_OK))
+		SKIP(return, RT_CAPTURE " missing (CONFIG_MEM_ALLOC_PROFILING_CAPTURE=n)");
+	if (ai_cmdline_has("allocprof_store=page_ext") ||
+	    ai_cmdline_has("allocprof_store=fallback"))
+		page_ext = 1;
+	else if (ai_cmdline_has("allocprof_store=compressed") ||
+		 ai_cmdline_has("allocprof_store=overflow"))
+		page_ext = 0;
+	/* A Rust site has a tag once it has allocated. */
+	ASSERT_EQ(0, att_ctl("rust alloc"));
+	ASSERT_EQ(0, att_ctl("rust free"));
+	for (int i = 0; i < 2; i++) {
+		char cmd[400];
+
+		ASSERT_EQ(0, rt_site(kinds[i], &line[i], func));
+		snprintf(cmd, sizeof(cmd), "arm %s:%u module:%s", RT_FILE, line[i], RT_MOD);
+		ASSERT_EQ(0, ai_write(RT_CAPTURE, cmd, strlen(cmd))) TH_LOG("%s", cmd);
+	}
+	ASSERT_EQ(0, att_ctl("rust alloc"));
+	ASSERT_EQ(0, rt_cap_read(line[0], &c));
+	ASSERT_TRUE(c.found) TH_LOG("kbox site not in the capture report");
+	EXPECT_EQ(1, c.captured);
+	EXPECT_EQ(0, c.uncaptured);
+	EXPECT_EQ(1, c.stacks);
+	EXPECT_TRUE(c.module_frame) TH_LOG("no frame of " RT_MOD " in the kbox stack");
+	ASSERT_EQ(0, rt_cap_read(line[1], &c));
+	ASSERT_TRUE(c.found) TH_LOG("page site not in the capture report");
+	if (page_ext >= 0) {
+		EXPECT_EQ(page_ext, c.captured);
+		EXPECT_EQ(page_ext, c.stacks);
+		EXPECT_EQ(page_ext == 1, c.module_frame);
+	}
+	ASSERT_EQ(0, att_ctl("rust free"));
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(0, rt_cap_read(line[i], &c));
+		EXPECT_EQ(0, c.captured) TH_LOG("%s", kinds[i]);
+	}
+	rt_check_rows(_metadata, self->exp, false);
+	ASSERT_EQ(0, ai_write(RT_CAPTURE, "disarm all", 10));
+}
+
 TEST_HARNESS_MAIN

@@ -29,6 +29,13 @@
  *   capture CALLER N   N x kmalloc() at the "capture" site, a wrapper called
  *                      from caller CALLER (0, 1 or 2: 64, 128, 256 bytes)
  *   capture_free CALLER  free the objects caller CALLER allocated
+ *   capture_pages CALLER N  N x alloc_pages() at the "capture_pages" site, a
+ *                      wrapper called from caller CALLER (0, 1 or 2: order
+ *                      0, 1, 2)
+ *   capture_pages_split CALLER  split_page() CALLER's whole blocks held
+ *   capture_pages_tails CALLER  __free_pages() of CALLER's whole blocks held
+ *                      while holding a second reference to the head page
+ *   capture_pages_free CALLER  free the pages caller CALLER allocated
  *   release            free what other modules handed over (att_adopt())
  *   rust alloc|free|adopt  the Rust test module's command (att_rust_register())
  *
@@ -73,6 +80,7 @@ enum att_kind {
 	ATT_NODE,
 	ATT_PERCPU_ACCT,
 	ATT_CAPTURE,
+	ATT_CAPTURE_PAGES,
 	ATT_NR_KINDS,
 };
 
@@ -89,6 +97,7 @@ static const char *const att_kind_name[ATT_NR_KINDS] = {
 	[ATT_NODE]		= "node",
 	[ATT_PERCPU_ACCT]	= "percpu_acct",
 	[ATT_CAPTURE]		= "capture",
+	[ATT_CAPTURE_PAGES]	= "capture_pages",
 };
 
 struct att_site {
@@ -298,44 +307,117 @@ static noinline void *att_capture_caller2(void)
 	return p;
 }
 
-static void *(*const att_capture_callers[])(void) = {
-	att_capture_caller0, att_capture_caller1, att_capture_caller2,
+/* The same for pages: caller N allocates order N. */
+static noinline struct page *att_capture_pages_wrapper(unsigned int order)
+{
+	return ATT_SITE(ATT_CAPTURE_PAGES, alloc_pages(GFP_KERNEL, order));
+}
+
+static noinline void *att_capture_pages_caller0(void)
+{
+	void *p = att_capture_pages_wrapper(0);
+
+	asm volatile("" : : "r" (p) : "memory");
+	return p;
+}
+
+static noinline void *att_capture_pages_caller1(void)
+{
+	void *p = att_capture_pages_wrapper(1);
+
+	asm volatile("" : : "r" (p) : "memory");
+	return p;
+}
+
+static noinline void *att_capture_pages_caller2(void)
+{
+	void *p = att_capture_pages_wrapper(2);
+
+	asm volatile("" : : "r" (p) : "memory");
+	return p;
+}
+
+#define ATT_CAPTURE_CALLERS	3
+
+static void *(*const att_capture_callers[][ATT_CAPTURE_CALLERS])(void) = {
+	{ att_capture_caller0, att_capture_caller1, att_capture_caller2 },
+	{ att_capture_pages_caller0, att_capture_pages_caller1,
+	  att_capture_pages_caller2 },
 };
 
-static int att_capture(unsigned int caller, unsigned int n)
+/* @kind: ATT_CAPTURE or ATT_CAPTURE_PAGES. */
+static int att_capture(enum att_kind kind, unsigned int caller, unsigned int n)
 {
 	unsigned int i;
 
-	if (caller >= ARRAY_SIZE(att_capture_callers))
+	if (caller >= ATT_CAPTURE_CALLERS)
 		return -EINVAL;
-	if (n > ATT_MAX_HELD - att_nr_held[ATT_CAPTURE])
+	if (n > ATT_MAX_HELD - att_nr_held[kind])
 		return -ENOSPC;
 	for (i = 0; i < n; i++) {
-		struct att_held *h = &att_held[ATT_CAPTURE][att_nr_held[ATT_CAPTURE]];
+		struct att_held *h = &att_held[kind][att_nr_held[kind]];
 
-		h->ptr = att_capture_callers[caller]();
+		memset(h, 0, sizeof(*h));
+		h->ptr = att_capture_callers[kind - ATT_CAPTURE][caller]();
 		if (!h->ptr)
 			return -ENOMEM;
 		h->caller = caller;
-		att_nr_held[ATT_CAPTURE]++;
+		h->order = caller;
+		att_nr_held[kind]++;
 	}
 	return 0;
 }
 
+static void att_free_one(enum att_kind kind, struct att_held *h);
+
 /* Frees what @caller allocated, keeping the others' objects. */
-static void att_capture_free(unsigned int caller)
+static void att_capture_free(enum att_kind kind, unsigned int caller)
 {
 	unsigned int i = 0;
 
-	while (i < att_nr_held[ATT_CAPTURE]) {
-		struct att_held *h = &att_held[ATT_CAPTURE][i];
+	while (i < att_nr_held[kind]) {
+		struct att_held *h = &att_held[kind][i];
 
 		if (h->caller != caller) {
 			i++;
 			continue;
 		}
-		kfree(h->ptr);
-		*h = att_held[ATT_CAPTURE][--att_nr_held[ATT_CAPTURE]];
+		att_free_one(kind, h);
+		*h = att_held[kind][--att_nr_held[kind]];
+	}
+}
+
+/* split_page() of @caller's whole blocks (order > 0) held. */
+static void att_capture_pages_split(unsigned int caller)
+{
+	unsigned int i;
+
+	for (i = 0; i < att_nr_held[ATT_CAPTURE_PAGES]; i++) {
+		struct att_held *h = &att_held[ATT_CAPTURE_PAGES][i];
+
+		if (h->caller == caller && h->order && !h->split && !h->head_only) {
+			split_page(h->ptr, h->order);
+			h->split = true;
+		}
+	}
+}
+
+/*
+ * __free_pages() of @caller's whole blocks (order > 0) held, while holding a
+ * second reference to the head: the tail pages go, the head stays held.
+ */
+static void att_capture_pages_tails(unsigned int caller)
+{
+	unsigned int i;
+
+	for (i = 0; i < att_nr_held[ATT_CAPTURE_PAGES]; i++) {
+		struct att_held *h = &att_held[ATT_CAPTURE_PAGES][i];
+
+		if (h->caller == caller && h->order && !h->split && !h->head_only) {
+			get_page(h->ptr);
+			__free_pages(h->ptr, h->order);
+			h->head_only = true;
+		}
 	}
 }
 
@@ -364,6 +446,7 @@ static void att_probe_sites(void)
 	att_stress_toggle(0);
 	att_do_node(0);
 	att_capture_wrapper(0);
+	att_capture_pages_wrapper(0);
 	att_probing = false;
 }
 
@@ -390,6 +473,16 @@ static void att_free_one(enum att_kind kind, struct att_held *h)
 	case ATT_PERCPU:
 	case ATT_PERCPU_ACCT:
 		free_percpu((void __percpu *)h->ptr);
+		break;
+	case ATT_CAPTURE_PAGES:
+		if (h->split) {
+			for (i = 0; i < 1U << h->order; i++)
+				__free_page((struct page *)h->ptr + i);
+		} else if (h->head_only) {
+			put_page(h->ptr);
+		} else {
+			__free_pages(h->ptr, h->order);
+		}
 		break;
 	case ATT_ORDER2:
 		if (h->split) {
@@ -622,11 +715,22 @@ static int att_command(char *buf)
 		return 0;
 	}
 	if (!strcmp(argv[0], "capture") && argc == 3)
-		return att_capture(a, b);
-	if (!strcmp(argv[0], "capture_free") && argc == 2) {
-		if (a >= ARRAY_SIZE(att_capture_callers))
+		return att_capture(ATT_CAPTURE, a, b);
+	if (!strcmp(argv[0], "capture_pages") && argc == 3)
+		return att_capture(ATT_CAPTURE_PAGES, a, b);
+	if (!strncmp(argv[0], "capture_", 8) && argc == 2) {
+		if (a >= ATT_CAPTURE_CALLERS)
 			return -EINVAL;
-		att_capture_free(a);
+		if (!strcmp(argv[0], "capture_free"))
+			att_capture_free(ATT_CAPTURE, a);
+		else if (!strcmp(argv[0], "capture_pages_free"))
+			att_capture_free(ATT_CAPTURE_PAGES, a);
+		else if (!strcmp(argv[0], "capture_pages_split"))
+			att_capture_pages_split(a);
+		else if (!strcmp(argv[0], "capture_pages_tails"))
+			att_capture_pages_tails(a);
+		else
+			return -EINVAL;
 		return 0;
 	}
 	if (!strcmp(argv[0], "free_tails") && argc == 1) {
