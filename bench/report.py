@@ -279,8 +279,9 @@ def capture_cost(w, med, names):
     w("\n## Context capture: an armed site (issue 21)\n")
     w("The kmalloc loop's sizes at a site armed for context capture (bench module loop "
       "`kmalloc_armed`: each allocation takes a stack trace and a record, each free releases "
-      "it). Unarmed sites pay nothing extra: compare the kmalloc row with a run before "
-      "capture existed.\n")
+      "it). With nothing armed the hooks call the core through static calls patched to the "
+      "plain entry points; for the unarmed cost compare the loop rows with bench/RESULTS.md "
+      "of 41b6a91 (before capture) and of 9ab1a90 (before page capture).\n")
     w("| config | kmalloc | kmalloc_armed | armed cost per pair |")
     w("|---|---|---|---|")
     for n, plain, armed in rows:
