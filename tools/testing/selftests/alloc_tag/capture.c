@@ -72,12 +72,13 @@ static int cap_read_callers(const struct att_site *s, struct cap_site *out,
 		if (!strncmp(line, "site ", 5)) {
 			in = !strncmp(line, want, strlen(want));
 			if (in) {
+				static const char fmt[] =
+					" bytes:%lld calls:%lld captured:%lld uncaptured:%lld";
 				char *p = strstr(line, " bytes:");
 
 				out->found = true;
-				if (!p || sscanf(p, " bytes:%lld calls:%lld captured:%lld uncaptured:%lld",
-						 &out->bytes, &out->calls, &out->captured,
-						 &out->uncaptured) != 4) {
+				if (!p || sscanf(p, fmt, &out->bytes, &out->calls,
+						 &out->captured, &out->uncaptured) != 4) {
 					free(text);
 					return -EINVAL;
 				}
@@ -94,7 +95,8 @@ static int cap_read_callers(const struct att_site *s, struct cap_site *out,
 			}
 			cur = &out->stacks[out->nstacks++];
 			cur->caller = -1;
-			if (sscanf(line, "  stack bytes:%lld calls:%lld", &cur->bytes, &cur->calls) != 2) {
+			if (sscanf(line, "  stack bytes:%lld calls:%lld",
+				   &cur->bytes, &cur->calls) != 2) {
 				free(text);
 				return -EINVAL;
 			}
@@ -181,15 +183,22 @@ FIXTURE_TEARDOWN(capture)
 	att_ctl("free capture_pages");
 }
 
-#define EXPECT_ROW(exp_bytes, exp_calls, what) do {				\
-	struct ai_row r_;							\
-	ASSERT_EQ(0, ai_get(self->s.file, self->s.line, &r_));			\
-	EXPECT_EQ((long long)(exp_bytes), r_.bytes - self->start.bytes)		\
-		TH_LOG("%s: row bytes", what);					\
-	EXPECT_EQ((long long)(exp_calls),					\
-		  (long long)(r_.calls - self->start.calls))			\
-		TH_LOG("%s: row calls", what);					\
+/* The row of @site against @start: exact bytes and calls deltas. */
+#define EXPECT_SITE_ROW(site, start, exp_bytes, exp_calls, what) do {	\
+	const struct att_site *s_ = (site);				\
+	const struct ai_row *st_ = (start);				\
+	const char *w_ = (what);					\
+	struct ai_row r_;						\
+	ASSERT_EQ(0, ai_get(s_->file, s_->line, &r_));			\
+	EXPECT_EQ((long long)(exp_bytes), r_.bytes - st_->bytes)	\
+		TH_LOG("%s: row bytes", w_);				\
+	EXPECT_EQ((long long)(exp_calls),				\
+		  (long long)(r_.calls - st_->calls))			\
+		TH_LOG("%s: row calls", w_);				\
 } while (0)
+
+#define EXPECT_ROW(exp_bytes, exp_calls, what)				\
+	EXPECT_SITE_ROW(&self->s, &self->start, exp_bytes, exp_calls, what)
 
 TEST_F(capture, three_callers)
 {
@@ -216,7 +225,8 @@ TEST_F(capture, three_callers)
 
 		ASSERT_NE(NULL, st) TH_LOG("no single stack naming %s%d", CAP_KMALLOC_CALLER, c);
 		EXPECT_EQ(1, st->callers_named);
-		EXPECT_EQ(n[c] * ai_kmalloc_bytes(sizes[c]), st->bytes) TH_LOG("%s%d", CAP_KMALLOC_CALLER, c);
+		EXPECT_EQ(n[c] * ai_kmalloc_bytes(sizes[c]), st->bytes)
+			TH_LOG("%s%d", CAP_KMALLOC_CALLER, c);
 		EXPECT_EQ(n[c], st->calls) TH_LOG("%s%d", CAP_KMALLOC_CALLER, c);
 	}
 
@@ -292,16 +302,6 @@ static int cap_page_ext(void)
 	return -1;
 }
 
-#define EXPECT_PAGES_ROW(site, start, exp_bytes, exp_calls, what) do {		\
-	struct ai_row r_;							\
-	ASSERT_EQ(0, ai_get((site)->file, (site)->line, &r_));			\
-	EXPECT_EQ((long long)(exp_bytes), r_.bytes - (start)->bytes)		\
-		TH_LOG("%s: row bytes", what);					\
-	EXPECT_EQ((long long)(exp_calls),					\
-		  (long long)(r_.calls - (start)->calls))			\
-		TH_LOG("%s: row calls", what);					\
-} while (0)
-
 /*
  * Pages from three callers (order 0, 1, 2).  page_ext: three stacks with
  * exact bytes and calls; freeing the tail pages of caller 2's blocks (their
@@ -328,7 +328,7 @@ TEST_F(capture, pages)
 		bytes += n[c] * (pg << c);
 		calls += n[c];
 	}
-	EXPECT_PAGES_ROW(&p, &start, bytes, calls, "armed");
+	EXPECT_SITE_ROW(&p, &start, bytes, calls, "armed");
 	ASSERT_EQ(0, cap_read_callers(&p, &cs, CAP_PAGES_CALLER));
 	ASSERT_TRUE(cs.found) TH_LOG("no section for %s:%u", p.file, p.line);
 	if (!ext) {
@@ -337,7 +337,7 @@ TEST_F(capture, pages)
 		EXPECT_EQ(0, cs.uncaptured);
 		ASSERT_EQ(0, cap_cmd("disarm all"));
 		ASSERT_EQ(0, att_ctl("free capture_pages"));
-		EXPECT_PAGES_ROW(&p, &start, 0, 0, "all freed");
+		EXPECT_SITE_ROW(&p, &start, 0, 0, "all freed");
 		return;
 	}
 	EXPECT_EQ(3, cs.nstacks);
@@ -354,7 +354,7 @@ TEST_F(capture, pages)
 	/* Tail pages freed, heads held: the row loses 3 pages a block. */
 	ASSERT_EQ(0, att_ctl("capture_pages_tails 2"));
 	bytes -= n[2] * 3 * pg;
-	EXPECT_PAGES_ROW(&p, &start, bytes, calls, "caller 2's tails freed");
+	EXPECT_SITE_ROW(&p, &start, bytes, calls, "caller 2's tails freed");
 	ASSERT_EQ(0, cap_read_callers(&p, &cs, CAP_PAGES_CALLER));
 	EXPECT_EQ(calls, cs.captured);
 	EXPECT_EQ(n[2] * 4 * pg, cap_stack_of(&cs, 2) ?
@@ -363,7 +363,7 @@ TEST_F(capture, pages)
 	/* Split: one more call per piece on the row, the records go. */
 	ASSERT_EQ(0, att_ctl("capture_pages_split 1"));
 	calls += n[1];
-	EXPECT_PAGES_ROW(&p, &start, bytes, calls, "caller 1's blocks split");
+	EXPECT_SITE_ROW(&p, &start, bytes, calls, "caller 1's blocks split");
 	ASSERT_EQ(0, cap_read_callers(&p, &cs, CAP_PAGES_CALLER));
 	EXPECT_EQ(n[0] + n[2], cs.captured);
 	EXPECT_EQ(n[1], cs.uncaptured);
@@ -375,7 +375,7 @@ TEST_F(capture, pages)
 	ASSERT_EQ(0, att_ctl("capture_pages_free 2"));
 	bytes -= n[0] * pg + n[2] * pg;
 	calls -= n[0] + n[2];
-	EXPECT_PAGES_ROW(&p, &start, bytes, calls, "callers 0 and 2 freed");
+	EXPECT_SITE_ROW(&p, &start, bytes, calls, "callers 0 and 2 freed");
 	ASSERT_EQ(0, cap_read_callers(&p, &cs, CAP_PAGES_CALLER));
 	EXPECT_EQ(0, cs.captured);
 	for (int c = 0; c < 3; c++) {
@@ -387,9 +387,9 @@ TEST_F(capture, pages)
 	}
 
 	ASSERT_EQ(0, cap_cmd("disarm all"));
-	EXPECT_PAGES_ROW(&p, &start, bytes, calls, "disarmed");
+	EXPECT_SITE_ROW(&p, &start, bytes, calls, "disarmed");
 	ASSERT_EQ(0, att_ctl("free capture_pages"));
-	EXPECT_PAGES_ROW(&p, &start, 0, 0, "all freed");
+	EXPECT_SITE_ROW(&p, &start, 0, 0, "all freed");
 }
 
 /* The report's "N of M sites armed". */
@@ -463,7 +463,8 @@ TEST_F(capture, module_unload_with_records)
 	EXPECT_TRUE(cap_has(" captured:3 uncaptured:0 stacks:1"));
 	ASSERT_EQ(0, ai_unload_module("alloc_tag_test_hold"));
 	EXPECT_EQ(0, cap_armed());
-	EXPECT_TRUE(ai_kmsg_has("capture: 1 sites of alloc_tag_test_hold disarmed at unload", NULL));
+	EXPECT_TRUE(ai_kmsg_has("capture: 1 sites of alloc_tag_test_hold disarmed at unload",
+				NULL));
 	/* The objects outlive the module, counted on its row. */
 	ASSERT_EQ(0, ai_find_func("ath_obj", &r));
 	EXPECT_EQ(3 * ai_kmalloc_bytes(512), r.bytes);
@@ -610,7 +611,8 @@ TEST_F(capture, record_allocation_fails)
 	EXPECT_ROW((ok - untracked) * ai_kmalloc_bytes(64), ok - untracked, "after the failures");
 	if (untracked) {
 		ASSERT_EQ(0, ai_get(self->s.file, self->s.line, &r));
-		EXPECT_TRUE(r.inaccurate) TH_LOG("%d objects not counted, row not marked", untracked);
+		EXPECT_TRUE(r.inaccurate)
+			TH_LOG("%d objects not counted, row not marked", untracked);
 	}
 	ASSERT_EQ(0, cap_cmd("disarm all"));
 	ASSERT_EQ(0, att_ctl("free capture"));
