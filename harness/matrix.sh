@@ -11,7 +11,7 @@ matrix_rows() {
 			n = split(s, w, " ")
 			r = ""
 			for (i = 1; i <= n; i++) {
-				if (w[i] ~ /^@/ && w[i] != "@all") {
+				if (w[i] ~ /^@/ && w[i] != "@all" && w[i] != "@smp") {
 					if (!(w[i] in mode)) {
 						printf "matrix:%d: unknown mode %s\n", NR, w[i] > "/dev/stderr"
 						bad = 1
@@ -66,4 +66,10 @@ matrix_bench() {
 		{ split($1, l, ":") }
 		l[2] == n { print $2 "|" $3 "|" $4; found = 1 }
 		END { exit !found }'
+}
+
+# matrix_smp LIST: the selftests named in file LIST (one per line) but the
+# patches ones, comma-separated: what @smp stands for.
+matrix_smp() {
+	grep -vxF -f <(matrix_rows patches | tr ' ' '\n') "$1" | paste -sd,
 }

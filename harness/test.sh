@@ -228,16 +228,6 @@ for target in $bases; do
 		continue
 	fi
 	echo "build $target: $(( $(date +%s) - t ))s"
-	# With jump labels, multi-threaded TCG breaks text patching: flipping a
-	# static key while the other vCPU runs the patched code gives "Oops:
-	# int3" in __kmalloc_noprof (stress, readers_and_toggling), on the
-	# pristine C core of 6.12 exactly as on ours, and not seen with one TCG
-	# thread (notes/real-configs.md).  Those boots take one TCG thread.
-	if grep -q '^CONFIG_JUMP_LABEL=y' "$OUT/.config"; then
-		export TCG_THREAD=single
-	else
-		unset TCG_THREAD
-	fi
 	case $target in
 	rust|rust-up|rust-numa|rust-rt|rust-distro) build_checks ;;
 	esac
@@ -255,6 +245,7 @@ for target in $bases; do
 
 	# 3. Test boots: NAME|APPEND|TESTS|JUDGE-OPTIONS, from harness/matrix.
 	all=$(paste -sd, "$W/selftests.list")
+	smp=$(matrix_smp "$W/selftests.list")
 	if ! brows=$(matrix_boots "$target") || [ -z "$brows" ]; then
 		bad "matrix: no test boots for $target"
 		target_line
@@ -264,6 +255,7 @@ for target in $bases; do
 	for b in "${boots[@]}"; do
 		IFS='|' read -r name append tests opts <<< "$b"
 		tests=${tests//@all/$all}
+		tests=${tests//@smp/$smp}
 		t=$(date +%s)
 		"$H/vm.sh" boot "$name" "$append ${APPEND:-}" "$tests"
 		out=$(python3 "$H/ktap.py" "$W/logs/$name.log" --name "$target/$name" --expect "$tests" $opts)

@@ -55,7 +55,7 @@ check "both spellings at once refused" "$(where BASE=rust-up VARIANT=numa | grep
 . "$H/matrix.sh"
 names() { matrix_boots "$1" | cut -d'|' -f1 | tr '\n' ' '; }
 check "matrix: rust boots" "$(names rust)" \
-	"main param-0 param-1 param-never param-malformed compressed param-compressed-bad fallback early "
+	"main param-0 param-1 param-never param-malformed compressed param-compressed-bad fallback early smp "
 check "matrix: a target without rows takes '*'" "$(names upstream)" \
 	"main param-0 param-1 param-never param-malformed "
 check "matrix: modes expanded" "$(matrix_boots rust-conly | sed -n 2p)" \
@@ -73,5 +73,23 @@ check "matrix: report.py reads it" \
 check "matrix: no copies" \
 	"$(ls "$H"/*.sh "$H/../bench/"*.sh "$H/../bench/"*.py "$H/../Makefile" | grep -v '/test_' |
 	   xargs grep -lE 'mem_profiling=(0|1,compressed)[|"]')" ""
+# TCG threading (harness/vm.sh): one thread where a boot patches kernel text
+# (jump labels; capture armed by a patches selftest), QEMU's default elsewhere.
+thread() {
+	printf '%s\n' "$1" > "$t/.config"
+	env -u TCG_THREAD W=$t OUT=$t "$H/vm.sh" thread "$2"
+}
+cap=CONFIG_MEM_ALLOC_PROFILING_CAPTURE=y
+check "thread: capture boot" "$(thread $cap alloc_sites,capture,stress)" single
+check "thread: rust_sites arms capture" "$(thread $cap rust_sites)" single
+check "thread: all selftests" "$(thread $cap "")" single
+check "thread: capture kernel, smp boot" "$(thread $cap alloc_sites,stress)" default
+check "thread: no capture built" "$(thread CONFIG_RUST=y capture,rust_sites)" default
+check "thread: jump labels" "$(thread CONFIG_JUMP_LABEL=y alloc_sites)" single
+check "thread: TCG_THREAD overrides" \
+	"$(printf '%s\n' $cap > "$t/.config"; TCG_THREAD=multi W=$t OUT=$t "$H/vm.sh" thread capture)" multi
+printf '%s\n' alloc_sites capture compaction rust_sites stress > "$t/list"
+check "matrix: @smp leaves out the patches selftests" "$(matrix_smp "$t/list")" \
+	"alloc_sites,compaction,stress"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -6,6 +6,7 @@
 #                                     $CMD (run in /extra if $EXTRA was given);
 #                                     $APPEND adds kernel arguments
 #        vm.sh boot NAME APPEND TESTS  one test boot; log to $W/logs/NAME.log
+#        vm.sh thread TESTS            the TCG threading such a boot takes
 #
 # Every boot has a hard timeout ($BOOT_TIMEOUT seconds).  KVM is used when
 # it is really usable (ACCEL=auto), else TCG; ACCEL=kvm|tcg forces one.
@@ -13,6 +14,7 @@ set -uo pipefail
 
 : "${W:?}" "${OUT:?}" "${BOOT_TIMEOUT:=300}" "${ACCEL:=auto}"
 H=$(cd "$(dirname "$0")" && pwd)
+. "$H/matrix.sh"
 kernel=$OUT/arch/x86/boot/bzImage
 mkdir -p "$W/logs"
 
@@ -29,15 +31,51 @@ accel() {
 	fi
 }
 
-# boot LOG INITRD APPEND
+# tcg_thread TESTS: "single", or nothing for QEMU's default (one host thread
+# per vCPU, single under -icount), the TCG threading for a boot that runs
+# selftests TESTS (empty: all of them, or a command).
+#
+# QEMU 7.2's multi-threaded TCG breaks x86 text patching: a vCPU running the
+# code that text_poke_bp() patches can trap on its int3 after the patch is
+# complete and die with "Oops: int3" (notes/real-configs.md: the pristine C
+# profiler of 6.12 crashes the same way).  So a boot that patches kernel text
+# while both vCPUs run takes one TCG thread: a jump-label kernel (every
+# static key flip patches), and a capture kernel running a selftest that arms
+# capture (static_call_update(), the "patches" rows of harness/matrix).  The
+# other boots keep one host thread per vCPU, where races really overlap.
+# TCG_THREAD=single|multi overrides.
+tcg_thread() {
+	local t
+	if [ -n "${TCG_THREAD:-}" ]; then
+		echo "$TCG_THREAD"
+		return
+	fi
+	if grep -q '^CONFIG_JUMP_LABEL=y' "$OUT/.config"; then
+		echo single
+		return
+	fi
+	if grep -q '^CONFIG_MEM_ALLOC_PROFILING_CAPTURE=y' "$OUT/.config"; then
+		[ -z "$1" ] && { echo single; return; }
+		for t in $(matrix_rows patches); do
+			if [[ ",$1," == *",$t,"* ]]; then
+				echo single
+				return
+			fi
+		done
+	fi
+}
+
+# boot LOG INITRD APPEND TESTS
 boot() {
 	local log=$1 initrd=$2 append=$3 a
 	a=$(accel)
 	local cpu=() accel=$a
 	[ "$a" = kvm ] && cpu=(-cpu host)
-	# TCG_THREAD=single: one host thread for all vCPUs (see test.sh for why
-	# the jump-label configurations need it).
-	[ "$a" = tcg ] && [ -n "${TCG_THREAD:-}" ] && accel="tcg,thread=$TCG_THREAD"
+	if [ "$a" = tcg ]; then
+		local thread
+		thread=$(tcg_thread "${4:-}")
+		accel="tcg${thread:+,thread=$thread}"
+	fi
 	timeout --foreground -k 5 "$BOOT_TIMEOUT" \
 		qemu-system-x86_64 -accel "$accel" "${cpu[@]}" ${QEMU_EXTRA:-} \
 		-m 1G -smp "${QEMU_SMP:-2}" -nographic -no-reboot -nodefaults -serial stdio \
@@ -45,6 +83,7 @@ boot() {
 		-append "console=ttyS0 panic=-1 log_buf_len=4M $append" \
 		< /dev/null > "$log" 2>&1
 	local rc=$?
+	echo "ALLOCPROF-HOST: accel $accel" >> "$log"
 	[ $rc -eq 124 ] && echo "ALLOCPROF-HOST: timeout after ${BOOT_TIMEOUT}s" >> "$log"
 	return $rc
 }
@@ -73,13 +112,18 @@ boot)
 	name=$2 append=$3 tests=$4
 	initrd=$W/initramfs-test.cpio.gz
 	[ -f "$initrd" ] || "$H/mkinitramfs.sh" "$initrd" || exit 1
-	boot "$W/logs/$name.log" "$initrd" "allocprof.mode=test ${tests:+allocprof.tests=$tests} $append"
+	boot "$W/logs/$name.log" "$initrd" "allocprof.mode=test ${tests:+allocprof.tests=$tests} $append" "$tests"
 	;;
 initramfs)
 	"$H/mkinitramfs.sh" "$W/initramfs-test.cpio.gz"
 	;;
+thread)
+	# The TCG threading a boot running selftests $2 would get.
+	t=$(tcg_thread "${2:-}")
+	echo "${t:-default}"
+	;;
 *)
-	echo "usage: vm.sh run | boot NAME APPEND TESTS | initramfs" >&2
+	echo "usage: vm.sh run | boot NAME APPEND TESTS | initramfs | thread TESTS" >&2
 	exit 2
 	;;
 esac
