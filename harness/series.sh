@@ -82,7 +82,8 @@ grep -v '^\s*#' "$REPO/patches/series" | grep -v '^\s*$' | while read -r p; do
 	# New files that belong with a patch's edits go into its commit.
 	case $p in
 	0001-lib-build-the-alloc_tag-core-from-Rust.patch)
-		cp "$REPO/Kconfig" "$G/lib/Kconfig.alloc_tag" ;;
+		cp "$REPO/Kconfig" "$G/lib/Kconfig.alloc_tag"
+		cp "$REPO/lib/alloc_tag_keys.c" "$G/lib/" ;;
 	0011-lib-test-hook-requesting-a-module-before-the-profiler-initcall.patch)
 		cp "$REPO/lib/test_alloc_tag_early.c" "$G/lib/" ;;
 	*) continue ;;

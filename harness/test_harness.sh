@@ -55,9 +55,9 @@ check "both spellings at once refused" "$(where BASE=rust-up VARIANT=numa | grep
 . "$H/matrix.sh"
 names() { matrix_boots "$1" | cut -d'|' -f1 | tr '\n' ' '; }
 check "matrix: rust boots" "$(names rust)" \
-	"main param-0 param-1 param-never param-malformed compressed param-compressed-bad fallback early smp "
+	"main param-0 param-1 param-never param-malformed compressed param-compressed-bad fallback early smp nongpl "
 check "matrix: a target without rows takes '*'" "$(names upstream)" \
-	"main param-0 param-1 param-never param-malformed "
+	"main param-0 param-1 param-never param-malformed nongpl "
 check "matrix: modes expanded" "$(matrix_boots rust-conly | sed -n 2p)" \
 	"param-0|kunit.enable=0 sysctl.vm.mem_profiling=0|boot_param|"
 check "matrix: bench row" "$(matrix_bench prod-rust-compressed-off)" \

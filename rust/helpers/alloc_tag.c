@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * C macros and static inlines the Rust allocation profiling core calls
- * (rust/kernel/alloc_tag/, rust/kernel/percpu.rs).  Each wraps exactly one
- * macro or inline; nothing here decides anything.  Only the per-CPU helper
- * is built without CONFIG_MEM_ALLOC_PROFILING: the rest names structures
- * and constants that exist only with it.
+ * (rust/kernel/alloc_tag/, rust/kernel/percpu.rs), and capture's static
+ * calls.  Each helper wraps exactly one macro or inline; nothing here
+ * decides anything.  Only the per-CPU helper is built without
+ * CONFIG_MEM_ALLOC_PROFILING: the rest names structures and constants that
+ * exist only with it.
  */
 
 #include <linux/alloc_tag.h>
@@ -268,53 +269,29 @@ void rust_helper_alloc_tag_capture_debugfs(const struct file_operations *fops)
 #endif /* CONFIG_MEM_ALLOC_PROFILING_CAPTURE */
 
 /*
- * The C view of the structures the Rust core reads or builds, for its layout
- * check (rust/kernel/alloc_tag/layout.rs); the item numbers are shared.
+ * Facts the Rust core spells out, checked at build time.  (The layouts it
+ * reads or builds are checked in Rust, against bindings_helper.h's
+ * sizeof/offsetof constants.)  BUILD_BUG_ON(), not static_assert(), as
+ * LRU_REFS_PGOFF is built with min(); it needs a function the compiler
+ * emits, as it does any non-static one (and the helpers are exported).
+ * Nothing calls it: the body is empty at run time.
  */
-size_t rust_helper_alloc_tag_c_layout(unsigned int item)
+void rust_helper_alloc_tag_build_checks(void)
 {
-	static const size_t layout[] = {
-		sizeof(struct codetag),
-		offsetof(struct codetag, lineno),
-		offsetof(struct codetag, modname),
-		offsetof(struct codetag, function),
-		offsetof(struct codetag, filename),
-		sizeof(struct alloc_tag),
-		offsetof(struct alloc_tag, counters),
-		sizeof(struct alloc_tag_counters),
-		offsetof(struct alloc_tag_counters, calls),
-		sizeof(union codetag_ref),
-		sizeof(struct codetag_bytes),
-#ifdef CONFIG_PAGE_EXTENSION
-		sizeof(struct page_ext_operations),
-		offsetof(struct page_ext_operations, need),
-		offsetof(struct page_ext_operations, need_shared_flags),
-#else
-		0, 0, 0,
-#endif
-		offsetof(struct seq_file, index),
-		offsetof(struct seq_file, private),
-		sizeof(const struct seq_operations),
-		sizeof(struct ctl_table),
-		offsetof(struct ctl_table, mode),
-		offsetof(struct ctl_table, proc_handler),
-		sizeof(struct static_key),
-#ifndef MODULE	/* bindgen reads this file as for a module, which hides it */
-		sizeof(struct obs_kernel_param),
-#else
-		0,
-#endif
-	};
-
 #ifdef CONFIG_MEM_ALLOC_PROFILING_CAPTURE
-	/* capture.rs spells it out. */
 	BUILD_BUG_ON(CODETAG_FLAG_CAPTURE != 2);
 #endif
 	/* The compressed index field ends where the LRU refs field starts. */
 	BUILD_BUG_ON(ALLOC_TAG_PGFLAG_TOP != LRU_REFS_PGOFF);
 	BUILD_BUG_ON(ALLOC_TAG_PGFLAG_FREE < 0);
-
-	return item < ARRAY_SIZE(layout) ? layout[item] : (size_t)-1;
+	/*
+	 * control.rs emits its early_param() entries in assembly: two
+	 * pointers and an int, padded to 8.  (bindgen reads this file as for
+	 * a module, where struct obs_kernel_param is hidden.)
+	 */
+#if defined(CONFIG_64BIT) && !defined(MODULE)
+	BUILD_BUG_ON(sizeof(struct obs_kernel_param) != 24);
+#endif
 }
 
 #endif /* CONFIG_MEM_ALLOC_PROFILING */

@@ -34,11 +34,6 @@ use super::tag::{vmlinux_tags, AllocTag, PerCpuCounters, STORED_INDEX_SHIFT};
 use super::{control, tag_ref::debug};
 use crate::{alloc::flags::GFP_KERNEL, alloc::KVVec, bindings};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
-#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-use {
-    super::control::{key_init, ProfilingKey},
-    crate::types::Opaque,
-};
 
 /// Free page-flag bits of this config (`ALLOC_TAG_PGFLAG_FREE`).
 pub const FREE_BITS: u32 = if bindings::ALLOC_TAG_PGFLAG_FREE > 0 {
@@ -112,29 +107,59 @@ static OVERFLOW_TAG: AllocTag = AllocTag::new_static(
 
 /// Where page tags are kept in this boot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Store {
     /// A `union codetag_ref` in the page's `page_ext`.
-    PageExt,
+    PageExt = 1,
     /// A tag index in `page->flags`.
-    Compressed,
+    Compressed = 2,
 }
 
-const UNDECIDED: u8 = 0;
-const PAGE_EXT: u8 = 1;
-const COMPRESSED: u8 = 2;
+/// The store of this boot once decided: one byte, read on every page hook.
+///
+/// # Invariants
+///
+/// The byte is 0 (undecided) or the discriminant of a [`Store`].
+struct StoreCell(AtomicU8);
+
+impl StoreCell {
+    const fn undecided() -> Self {
+        Self(AtomicU8::new(0))
+    }
+
+    /// The decided store, `None` before the decision; acquire, so that what
+    /// was written before [`StoreCell::set`] is seen.
+    #[inline(always)]
+    fn get(&self) -> Option<Store> {
+        match self.0.load(Ordering::Acquire) {
+            1 => Some(Store::PageExt),
+            2 => Some(Store::Compressed),
+            _ => None,
+        }
+    }
+
+    fn set(&self, store: Store) {
+        // INVARIANT: the discriminant of a `Store`.
+        self.0.store(store as u8, Ordering::Release);
+    }
+}
 
 /// The chosen store; the layout statics below are written before it is set
-/// to `COMPRESSED` (release) and read after it is seen (acquire).
-static MODE: AtomicU8 = AtomicU8::new(UNDECIDED);
+/// to `Compressed` (release) and read after it is seen (acquire).
+static MODE: StoreCell = StoreCell::undecided();
 
-/// The static key the C page hooks test to choose the store
-/// (`pgalloc_tag_compressed()`): enabled once, when compressed mode is
-/// decided, before the first page is charged. A compressed-only build has
-/// no key: its hooks always use compressed mode.
+/// `mem_alloc_profiling_compressed_key`, the static key the C page hooks
+/// test to choose the store (`pgalloc_tag_compressed()`), defined in C:
+/// enabled once, when compressed mode is decided, before the first page is
+/// charged. A compressed-only build has no key: its hooks always use
+/// compressed mode.
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-#[no_mangle]
-pub static mem_alloc_profiling_compressed_key: ProfilingKey =
-    ProfilingKey(Opaque::new(key_init(false)));
+#[inline]
+fn compressed_key() -> *mut bindings::static_key {
+    // SAFETY: only the address of the `struct static_key` inside the C
+    // static is taken (no reference); the static lives for ever.
+    unsafe { core::ptr::addr_of_mut!(bindings::mem_alloc_profiling_compressed_key.key) }
+}
 static FELL_BACK: AtomicBool = AtomicBool::new(false);
 /// The largest index this boot can store: `2^W - 1`.
 static ID_LIMIT: AtomicU32 = AtomicU32::new(0);
@@ -172,17 +197,16 @@ pub fn fits(tags: usize, capacity: usize) -> bool {
 /// Where page tags are kept; decides it on first use.
 #[inline(always)]
 pub fn store() -> Store {
-    match MODE.load(Ordering::Acquire) {
-        COMPRESSED => Store::Compressed,
-        PAGE_EXT => Store::PageExt,
-        _ => decide(),
+    match MODE.get() {
+        Some(store) => store,
+        None => decide(),
     }
 }
 
 /// Whether compressed mode is decided and in effect (no deciding here).
 #[inline(always)]
 pub fn in_effect() -> bool {
-    MODE.load(Ordering::Acquire) == COMPRESSED
+    MODE.get() == Some(Store::Compressed)
 }
 
 /// Whether compressed mode was asked for but did not fit, so page_ext is
@@ -198,14 +222,14 @@ fn decide() -> Store {
         || !page_ext
         || cfg!(CONFIG_MEM_ALLOC_PROFILING_DEFAULT_COMPRESSED);
     if !want {
-        MODE.store(PAGE_EXT, Ordering::Release);
+        MODE.set(Store::PageExt);
         return Store::PageExt;
     }
     let (w, cap) = field();
     let (_, tags) = vmlinux_tags();
     if !fits(tags, cap as usize) && page_ext {
         FELL_BACK.store(true, Ordering::Relaxed);
-        MODE.store(PAGE_EXT, Ordering::Release);
+        MODE.set(Store::PageExt);
         return Store::PageExt;
     }
     let vmlinux_ids = (tags as u32).min(cap);
@@ -219,14 +243,15 @@ fn decide() -> Store {
     }
     MODULE_BASE.store(FIRST_ID + vmlinux_ids, Ordering::Relaxed);
     MODULE_SLOTS.store(MODULE_IDS.min(cap - vmlinux_ids), Ordering::Relaxed);
-    MODE.store(COMPRESSED, Ordering::Release);
+    MODE.set(Store::Compressed);
     // Decided during boot: at the first page hook (`mm_core_init()`, before
     // any other CPU runs), at `page_ext` init or at the profiler's initcall,
     // whichever comes first; each may take the static-key locks.
     #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-    // SAFETY: a valid static key; the API serialises changes.
+    // SAFETY: `compressed_key()` is a valid static key, and
+    // `static_key_enable()` takes the jump-label lock.
     unsafe {
-        bindings::static_key_set(mem_alloc_profiling_compressed_key.0.get(), true)
+        bindings::static_key_set(compressed_key(), true)
     };
     Store::Compressed
 }
@@ -291,7 +316,7 @@ fn module_table() -> Option<&'static [AtomicUsize]> {
 /// of a block of Rust sites (whose pages charged before this are on the
 /// overflow row).
 pub(crate) unsafe fn assign_module_ids(start: *mut bindings::alloc_tag, len: usize) -> Option<u32> {
-    if MODE.load(Ordering::Acquire) != COMPRESSED || len == 0 {
+    if MODE.get() != Some(Store::Compressed) || len == 0 {
         return None;
     }
     let table = module_table()?;

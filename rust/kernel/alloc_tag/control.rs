@@ -13,58 +13,31 @@
 //!   ([`super::compressed`], which reads it here); any other text after the
 //!   comma refuses the value.
 //! - `alloc_tag_page_bits=N` caps the page-flag bits compressed tags use.
-//! - The sysctl takes `0` or `1` (whitespace around allowed) from
-//!   `CAP_SYS_ADMIN`; anything else is `-EINVAL` and changes nothing. It is
-//!   read-only (0444) after `never` and in `MEM_ALLOC_PROFILING_DEBUG` builds.
+//! - The sysctl is `proc_do_static_key()` on the key, as upstream's: `0` or
+//!   `1` (whitespace around allowed) from `CAP_SYS_ADMIN`; anything else is
+//!   `-EINVAL` and changes nothing. It is read-only (0444) after `never` and
+//!   in `MEM_ALLOC_PROFILING_DEBUG` builds.
 //! - `/proc/sys/vm/mem_profiling_compressed` (0444, as upstream 7.3) reads 1
 //!   when page tags are indexes in `page->flags`, 0 when they are in
 //!   `page_ext` (a fallback included) or profiling is `never`.
 
-use super::parse::{parse_boot_value, parse_page_bits, parse_sysctl_value, BootMode};
+use super::parse::{parse_boot_value, parse_page_bits, BootMode};
 use crate::ffi::{c_char, c_int};
-use crate::{bindings, c_str, error::code::*, pr_err, types::Opaque};
+use crate::{bindings, c_str, pr_err, types::Opaque};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 const ENABLED_BY_DEFAULT: bool = cfg!(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT);
 
-/// The static key the C hooks test (`mem_alloc_profiling_enabled()`).
-///
-/// # Invariants
-///
-/// Only changed through the static-key API (`static_key_enable()` and
-/// `static_key_disable()`), which serialise themselves.
-#[repr(transparent)]
-pub struct ProfilingKey(pub(crate) Opaque<bindings::static_key>);
-
-// SAFETY: all changes go through the static-key API (invariant), which does
-// its own locking; reads are atomic.
-unsafe impl Sync for ProfilingKey {}
-
-pub(crate) const fn key_init(on: bool) -> bindings::static_key {
-    #[cfg(CONFIG_JUMP_LABEL)]
-    {
-        bindings::static_key {
-            enabled: bindings::atomic_t { counter: on as i32 },
-            // JUMP_TYPE_TRUE is 1, JUMP_TYPE_FALSE 0: the key's initial value.
-            __bindgen_anon_1: bindings::static_key__bindgen_ty_1 {
-                type_: on as crate::ffi::c_ulong,
-            },
-        }
-    }
-    #[cfg(not(CONFIG_JUMP_LABEL))]
-    {
-        bindings::static_key {
-            enabled: bindings::atomic_t { counter: on as i32 },
-        }
-    }
+/// `mem_alloc_profiling_key`, the static key the C hooks test
+/// (`mem_alloc_profiling_enabled()`), defined in C by
+/// `DEFINE_STATIC_KEY_MAYBE()`.
+#[inline]
+pub(crate) fn profiling_key() -> *mut bindings::static_key {
+    // SAFETY: only the address of the `struct static_key` inside the C
+    // static is taken (no reference); the static lives for ever.
+    unsafe { core::ptr::addr_of_mut!(bindings::mem_alloc_profiling_key.key) }
 }
-
-/// `struct static_key_true` (or `_false`), as `DECLARE_STATIC_KEY_MAYBE()`
-/// declares it: both are a bare `struct static_key`.
-#[no_mangle]
-pub static mem_alloc_profiling_key: ProfilingKey =
-    ProfilingKey(Opaque::new(key_init(ENABLED_BY_DEFAULT)));
 
 /// Profiling can be switched on (not `never`).
 static SUPPORTED: AtomicBool = AtomicBool::new(ENABLED_BY_DEFAULT);
@@ -95,14 +68,15 @@ pub fn profiling_supported() -> bool {
 
 /// Whether profiling is counting now.
 pub fn profiling_enabled() -> bool {
-    // SAFETY: the key is a valid static key.
-    unsafe { bindings::static_key_is_enabled(mem_alloc_profiling_key.0.get()) }
+    // SAFETY: `profiling_key()` is a valid static key.
+    unsafe { bindings::static_key_is_enabled(profiling_key()) }
 }
 
 fn set_enabled(on: bool) {
     if on != profiling_enabled() {
-        // SAFETY: the key is a valid static key; the API serialises changes.
-        unsafe { bindings::static_key_set(mem_alloc_profiling_key.0.get(), on) };
+        // SAFETY: `profiling_key()` is a valid static key, and
+        // `static_key_enable()`/`_disable()` take the jump-label lock.
+        unsafe { bindings::static_key_set(profiling_key(), on) };
     }
 }
 
@@ -206,58 +180,6 @@ core::arch::global_asm!(
     .previous"#
 );
 
-/// `proc_handler` of `/proc/sys/vm/mem_profiling`.
-///
-/// # Safety
-///
-/// Called by the sysctl core with its usual arguments: `buffer` holds `*lenp`
-/// bytes (plus a NUL on writes), `lenp` and `ppos` are valid.
-unsafe extern "C" fn mem_profiling_sysctl(
-    _table: *const bindings::ctl_table,
-    write: c_int,
-    buffer: *mut c_void,
-    lenp: *mut usize,
-    ppos: *mut bindings::loff_t,
-) -> c_int {
-    // SAFETY: valid pointers (caller).
-    let (len, pos) = unsafe { (*lenp, *ppos) };
-    if write != 0 {
-        // SAFETY: `capable()` has no preconditions.
-        if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) } {
-            return EPERM.to_errno();
-        }
-        // A zero-length write(2) is a no-op, as for any sysctl.
-        if len == 0 {
-            return 0;
-        }
-        if pos != 0 {
-            return EINVAL.to_errno();
-        }
-        // SAFETY: `buffer` holds `len` bytes (caller).
-        let input = unsafe { core::slice::from_raw_parts(buffer.cast::<u8>(), len) };
-        let Some(on) = parse_sysctl_value(input) else {
-            return EINVAL.to_errno();
-        };
-        if !profiling_supported() {
-            return EPERM.to_errno();
-        }
-        set_enabled(on);
-        // SAFETY: valid (caller).
-        unsafe { *ppos = len as bindings::loff_t };
-        return 0;
-    }
-    let text: &[u8] = if profiling_enabled() { b"1\n" } else { b"0\n" };
-    let start = usize::try_from(pos).unwrap_or(usize::MAX).min(text.len());
-    let n = (text.len() - start).min(len);
-    // SAFETY: `buffer` has room for `len >= n` bytes (caller).
-    unsafe {
-        core::ptr::copy_nonoverlapping(text[start..].as_ptr(), buffer.cast::<u8>(), n);
-        *lenp = n;
-        *ppos = pos + n as bindings::loff_t;
-    }
-    0
-}
-
 /// The value `/proc/sys/vm/mem_profiling_compressed` shows, set at init
 /// before the table is registered and never changed after.
 static COMPRESSED_SYSCTL: AtomicI32 = AtomicI32::new(0);
@@ -273,10 +195,11 @@ unsafe impl Sync for SysctlTable {}
 static SYSCTL: SysctlTable = SysctlTable(Opaque::new([
     bindings::ctl_table {
         procname: c"mem_profiling".as_ptr().cast::<c_char>(),
+        // Set to `profiling_key()` by `sysctl_init()`.
         data: core::ptr::null_mut(),
         maxlen: 0,
         mode: 0o644,
-        proc_handler: Some(mem_profiling_sysctl),
+        proc_handler: Some(bindings::proc_do_static_key),
         poll: core::ptr::null_mut(),
         extra1: core::ptr::null_mut(),
         extra2: core::ptr::null_mut(),
@@ -302,13 +225,15 @@ pub(crate) fn sysctl_init(compressed: bool) {
     COMPRESSED_SYSCTL.store(c_int::from(compressed), Ordering::Relaxed);
     let table = SYSCTL.0.get().cast::<bindings::ctl_table>();
     // SAFETY: not yet registered, so nothing else reads the table; entry 1
-    // is inside the two-entry array. `proc_dointvec` only reads the
-    // `c_int` behind `data` through a 0444 entry, and the static lives for
-    // ever.
+    // is inside the two-entry array. `proc_do_static_key()` takes `data` for
+    // a `struct static_key` and flips it with the static-key API (which
+    // locks); `proc_dointvec` only reads the `c_int` behind `data` through a
+    // 0444 entry. Both statics live for ever.
     unsafe {
         if read_only {
             (*table).mode = 0o444;
         }
+        (*table).data = profiling_key().cast::<c_void>();
         (*table.add(1)).data = COMPRESSED_SYSCTL.as_ptr().cast::<c_void>();
     }
     // SAFETY: the table and its strings are static; two entries.

@@ -54,7 +54,12 @@ struct Parser<'a> {
     depth: u32,
 }
 
-type Res<T> = Result<T, ()>;
+/// A symbol the parser gives up on: malformed, or nested deeper than it
+/// follows. Callers only need to know that no name came out.
+#[derive(Debug)]
+struct Invalid;
+
+type Res<T> = Result<T, Invalid>;
 
 impl<'a> Parser<'a> {
     fn peek(&self) -> Option<u8> {
@@ -62,7 +67,7 @@ impl<'a> Parser<'a> {
     }
 
     fn next(&mut self) -> Res<u8> {
-        let c = self.peek().ok_or(())?;
+        let c = self.peek().ok_or(Invalid)?;
         self.pos += 1;
         Ok(c)
     }
@@ -79,7 +84,7 @@ impl<'a> Parser<'a> {
     fn enter(&mut self) -> Res<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            Err(())
+            Err(Invalid)
         } else {
             Ok(())
         }
@@ -97,14 +102,14 @@ impl<'a> Parser<'a> {
                 b'0'..=b'9' => c - b'0',
                 b'a'..=b'z' => c - b'a' + 10,
                 b'A'..=b'Z' => c - b'A' + 36,
-                b'_' => return x.checked_add(1).ok_or(()),
-                _ => return Err(()),
+                b'_' => return x.checked_add(1).ok_or(Invalid),
+                _ => return Err(Invalid),
             };
             x = x
                 .checked_mul(62)
-                .ok_or(())?
+                .ok_or(Invalid)?
                 .checked_add(d as u64)
-                .ok_or(())?;
+                .ok_or(Invalid)?;
         }
     }
 
@@ -117,14 +122,14 @@ impl<'a> Parser<'a> {
                 while let Some(c @ b'0'..=b'9') = self.peek() {
                     n = n
                         .checked_mul(10)
-                        .ok_or(())?
+                        .ok_or(Invalid)?
                         .checked_add((c - b'0') as usize)
-                        .ok_or(())?;
+                        .ok_or(Invalid)?;
                     self.pos += 1;
                 }
                 Ok(n)
             }
-            _ => Err(()),
+            _ => Err(Invalid),
         }
     }
 
@@ -140,8 +145,8 @@ impl<'a> Parser<'a> {
         self.eat(b'u');
         let len = self.decimal()?;
         self.eat(b'_');
-        let end = self.pos.checked_add(len).ok_or(())?;
-        let id = self.s.get(self.pos..end).ok_or(())?;
+        let end = self.pos.checked_add(len).ok_or(Invalid)?;
+        let id = self.s.get(self.pos..end).ok_or(Invalid)?;
         self.pos = end;
         Ok(id)
     }
@@ -159,9 +164,9 @@ impl<'a> Parser<'a> {
         let target = usize::try_from(self.base62()?)
             .ok()
             .and_then(|v| v.checked_add(2))
-            .ok_or(())?;
+            .ok_or(Invalid)?;
         if target >= start {
-            return Err(());
+            return Err(Invalid);
         }
         let resume = self.pos;
         self.pos = target;
@@ -201,7 +206,7 @@ impl<'a> Parser<'a> {
             b'N' => {
                 let ns = self.next()?;
                 if !ns.is_ascii_alphabetic() {
-                    return Err(());
+                    return Err(Invalid);
                 }
                 let inner = self.path()?;
                 let id = self.ident()?;
@@ -235,7 +240,7 @@ impl<'a> Parser<'a> {
                 inner
             }
             b'B' => self.backref(Self::path)?,
-            _ => return Err(()),
+            _ => return Err(Invalid),
         };
         self.depth -= 1;
         Ok(r)
@@ -268,7 +273,7 @@ impl<'a> Parser<'a> {
 
     fn const_(&mut self) -> Res<()> {
         self.enter()?;
-        match self.peek().ok_or(())? {
+        match self.peek().ok_or(Invalid)? {
             b'p' => self.pos += 1,
             b'B' => {
                 self.pos += 1;
@@ -279,7 +284,7 @@ impl<'a> Parser<'a> {
                 self.eat(b'n');
                 while !self.eat(b'_') {
                     if !self.next()?.is_ascii_hexdigit() {
-                        return Err(());
+                        return Err(Invalid);
                     }
                 }
             }
@@ -290,7 +295,7 @@ impl<'a> Parser<'a> {
 
     fn type_(&mut self) -> Res<()> {
         self.enter()?;
-        match self.peek().ok_or(())? {
+        match self.peek().ok_or(Invalid)? {
             b'a'..=b'z' => self.pos += 1,
             b'C' | b'M' | b'X' | b'Y' | b'N' | b'I' => {
                 self.path()?;
@@ -335,7 +340,7 @@ impl<'a> Parser<'a> {
                         self.lifetime()?;
                     }
                     b'B' => self.backref(Self::type_)?,
-                    _ => return Err(()),
+                    _ => return Err(Invalid),
                 }
             }
         }

@@ -29,8 +29,10 @@
 //! `min_size` above `max_size`, and a name the filter uses that has no NUL
 //! within its 64 bytes give `EINVAL`; a command of another size, number or
 //! magic gives `ENOTTY`; a bad user pointer gives `EFAULT`. The input is
-//! copied into a kernel buffer of exactly the command's size before it is
-//! looked at, so nothing is ever read past it.
+//! read whole into a kernel copy of the command's struct
+//! (`UserSliceReader::read()`) before it is looked at; replies are written
+//! from a zeroed buffer, as `allocinfo_counter` has padding that a struct
+//! built in Rust would leave undefined.
 
 use super::{registry, tag::AllocTag};
 use crate::{
@@ -38,7 +40,7 @@ use crate::{
     error::{code::*, Error},
     ffi::{c_long, c_uint, c_ulong, c_void},
     ioctl,
-    types::Opaque,
+    types::{FromBytes, Opaque},
     uaccess::UserSlice,
 };
 use core::mem::{offset_of, size_of};
@@ -89,20 +91,12 @@ const _: () = {
     assert!(MASKS == 0x7f);
 };
 
-fn u64_at(buf: &[u8], off: usize) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&buf[off..off + 8]);
-    u64::from_ne_bytes(b)
-}
+// SAFETY: `struct allocinfo_get_at` is integers and `char` arrays (a
+// filter and a tag data within), for which every bit pattern is valid.
+unsafe impl FromBytes for GetAt {}
 
 fn put_u64(buf: &mut [u8], off: usize, v: u64) {
     buf[off..off + 8].copy_from_slice(&v.to_ne_bytes());
-}
-
-/// The name in a 64-byte field, up to its NUL; `None` without one.
-fn name_at(buf: &[u8], off: usize) -> Option<&[u8]> {
-    let field = &buf[off..off + STR_SIZE];
-    field.iter().position(|&c| c == 0).map(|n| &field[..n])
 }
 
 /// How a name appears in the interface: its last `STR_SIZE - 1` bytes.
@@ -123,14 +117,16 @@ struct Criteria {
     max_size: u64,
 }
 
-/// A name field of a filter, kept NUL-terminated.
-fn name_field(buf: &[u8], off: usize, used: bool) -> Result<[u8; STR_SIZE], Error> {
-    let mut out = [0u8; STR_SIZE];
+/// A name field of a filter, kept NUL-terminated: `EINVAL` if the filter
+/// uses it and it has no NUL, all zeroes if the filter does not use it.
+/// (`char` is `u8` in the kernel.)
+fn name_field(field: &[u8; STR_SIZE], used: bool) -> Result<[u8; STR_SIZE], Error> {
     if !used {
-        return Ok(out);
+        return Ok([0; STR_SIZE]);
     }
-    let name = name_at(buf, off).ok_or(EINVAL)?;
-    out[..name.len()].copy_from_slice(name);
+    let len = field.iter().position(|&c| c == 0).ok_or(EINVAL)?;
+    let mut out = [0u8; STR_SIZE];
+    out[..len].copy_from_slice(&field[..len]);
     Ok(out)
 }
 
@@ -151,34 +147,21 @@ impl Criteria {
         max_size: 0,
     };
 
-    /// Parses and checks the `allocinfo_filter` at `off` of `buf`.
-    fn parse(buf: &[u8], off: usize) -> Result<Criteria, Error> {
-        let fields = off + offset_of!(Filter, fields);
-        let mask = u64_at(buf, off + offset_of!(Filter, mask));
+    /// Checks a filter and keeps what it asks for.
+    fn parse(f: &Filter) -> Result<Criteria, Error> {
+        let mask = f.mask;
         if mask & !MASKS != 0 {
             return Err(EINVAL);
         }
         let c = Criteria {
             mask,
-            modname: name_field(
-                buf,
-                fields + offset_of!(Tag, modname),
-                mask & F_MODNAME != 0,
-            )?,
-            function: name_field(
-                buf,
-                fields + offset_of!(Tag, function),
-                mask & F_FUNCTION != 0,
-            )?,
-            filename: name_field(
-                buf,
-                fields + offset_of!(Tag, filename),
-                mask & F_FILENAME != 0,
-            )?,
-            lineno: u64_at(buf, fields + offset_of!(Tag, lineno)),
-            inaccurate: u64_at(buf, off + offset_of!(Filter, inaccurate)) != 0,
-            min_size: u64_at(buf, off + offset_of!(Filter, min_size)),
-            max_size: u64_at(buf, off + offset_of!(Filter, max_size)),
+            modname: name_field(&f.fields.modname, mask & F_MODNAME != 0)?,
+            function: name_field(&f.fields.function, mask & F_FUNCTION != 0)?,
+            filename: name_field(&f.fields.filename, mask & F_FILENAME != 0)?,
+            lineno: f.fields.lineno,
+            inaccurate: f.inaccurate != 0,
+            min_size: f.min_size,
+            max_size: f.max_size,
         };
         if mask & F_MIN_SIZE != 0 && mask & F_MAX_SIZE != 0 && c.min_size > c.max_size {
             return Err(EINVAL);
@@ -331,11 +314,9 @@ fn find<'g>(
 }
 
 fn get_at(state: *mut State, arg: usize) -> Result<(), Error> {
-    let mut buf = [0u8; size_of::<GetAt>()];
-    let (mut reader, mut writer) = UserSlice::new(arg, buf.len()).reader_writer();
-    reader.read_slice(&mut buf)?;
-    let criteria = Criteria::parse(&buf, offset_of!(GetAt, filter))?;
-    let pos = u64_at(&buf, offset_of!(GetAt, pos));
+    let req: GetAt = UserSlice::new(arg, size_of::<GetAt>()).reader().read()?;
+    let criteria = Criteria::parse(&req.filter)?;
+    let pos = req.pos;
     // SAFETY: the open file's state (caller).
     let st = unsafe { Locked::new(state) };
     let guard = registry::read().ok_or(ENOENT)?;
@@ -347,9 +328,13 @@ fn get_at(state: *mut State, arg: usize) -> Result<(), Error> {
     st.0.criteria = criteria;
     st.0.next = idx + 1;
     st.0.positioned = true;
-    fill(&mut buf[offset_of!(GetAt, data)..], tag);
+    let mut buf = [0u8; size_of::<TagData>()];
+    fill(&mut buf, tag);
     drop(guard);
-    writer.write_slice(&buf)
+    drop(st);
+    // Only the reply part: the request's part is what the caller wrote.
+    let reply = arg.checked_add(offset_of!(GetAt, data)).ok_or(EFAULT)?;
+    UserSlice::new(reply, buf.len()).writer().write_slice(&buf)
 }
 
 fn get_next(state: *mut State, arg: usize) -> Result<(), Error> {

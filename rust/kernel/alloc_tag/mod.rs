@@ -16,9 +16,9 @@
 //! Each file uses only the files above it in this list, never one below
 //! (`harness/check_layers.py`, run by `make test`, fails on a cycle):
 //!
-//! 1. Pure code, no state: [`parse`] (the boot value and sysctl writes),
+//! 1. Pure code, no state: [`parse`] (the boot values),
 //!    [`demangle`] (Rust symbol names), [`layout`] (Rust's view of the C
-//!    structs checked against C's); per-CPU and seq_file access are the
+//!    structs checked against C's at compile time); per-CPU and seq_file access are the
 //!    crate's [`crate::percpu`] and [`crate::seq_file`].
 //! 2. [`tag`]: the tag type, its per-CPU counters and code tag fields, and
 //!    where vmlinux's tags are.

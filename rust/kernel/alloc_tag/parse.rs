@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Parsers of the profiler's user input: the boot parameter and sysctl writes.
+//! Parsers of the profiler's boot parameters (`sysctl.vm.mem_profiling=`,
+//! `alloc_tag_page_bits=`); sysctl writes go through `proc_do_static_key()`.
 //!
 //! Pure functions of bytes with no kernel dependency, so that the same file
 //! is also built and fuzzed on the host.
@@ -120,35 +121,4 @@ pub fn parse_page_bits(value: &[u8]) -> Option<u32> {
         n = (n * 10 + u32::from(b - b'0')).min(65);
     }
     (n <= 64).then_some(n)
-}
-
-/// Parses a write to `/proc/sys/vm/mem_profiling`: `0` or `1`, optionally
-/// surrounded by ASCII whitespace (so `echo 1 >` works). Anything else is
-/// `None`.
-///
-/// # Examples
-///
-/// ```
-/// use kernel::alloc_tag::parse::parse_sysctl_value;
-///
-/// assert_eq!(parse_sysctl_value(b"1\n"), Some(true));
-/// assert_eq!(parse_sysctl_value(b" 0"), Some(false));
-/// assert_eq!(parse_sysctl_value(b"2"), None);
-/// assert_eq!(parse_sysctl_value(b"-1"), None);
-/// assert_eq!(parse_sysctl_value(b"\n"), None);
-/// assert_eq!(parse_sysctl_value(b"1 1"), None);
-/// ```
-pub fn parse_sysctl_value(input: &[u8]) -> Option<bool> {
-    // The proc core hands over a NUL-terminated copy; stop at the first NUL.
-    let input = match input.iter().position(|&b| b == 0) {
-        Some(i) => &input[..i],
-        None => input,
-    };
-    let start = input.iter().position(|b| !b.is_ascii_whitespace())?;
-    let end = input.iter().rposition(|b| !b.is_ascii_whitespace())?;
-    match &input[start..=end] {
-        b"0" => Some(false),
-        b"1" => Some(true),
-        _ => None,
-    }
 }

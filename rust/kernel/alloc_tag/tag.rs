@@ -141,12 +141,11 @@ impl AllocTag {
     /// invariants for `'a`.
     #[inline]
     pub unsafe fn from_codetag<'a>(ct: *mut bindings::codetag) -> &'a AllocTag {
-        let tag = ct
-            .cast::<u8>()
-            .wrapping_sub(offset_of!(bindings::alloc_tag, ct))
-            .cast::<bindings::alloc_tag>();
-        // SAFETY: `ct` is embedded in an `alloc_tag` (caller), so `tag` is it.
-        unsafe { Self::from_raw(tag) }
+        // SAFETY: `ct` is the `ct` field of an `alloc_tag` (caller), so
+        // stepping back by the field's offset stays inside that tag.
+        let tag = unsafe { crate::container_of!(ct, bindings::alloc_tag, ct) };
+        // SAFETY: `tag` is the `alloc_tag` around `ct`, valid for `'a` (caller).
+        unsafe { Self::from_raw(tag.cast_mut()) }
     }
 
     /// The raw tag.

@@ -17,7 +17,7 @@ use std::fmt::Debug;
 use std::hash::{BuildHasher, Hasher};
 
 use kernel::alloc_tag::demangle::{fn_name, is_alloc_machinery};
-use kernel::alloc_tag::parse::{parse_boot_value, parse_page_bits, parse_sysctl_value};
+use kernel::alloc_tag::parse::{parse_boot_value, parse_page_bits};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
@@ -25,12 +25,10 @@ use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 
 /// Every property and its number of inputs.
 const PROPERTIES: &[(&str, u32)] = &[
-    ("boot_value_any_bytes", 150_000),
-    ("boot_value_near_grammar", 220_000),
+    ("boot_value_any_bytes", 250_000),
+    ("boot_value_near_grammar", 320_000),
     ("page_bits_any_bytes", 100_000),
     ("page_bits_near_grammar", 220_000),
-    ("sysctl_value_any_bytes", 150_000),
-    ("sysctl_value_near_grammar", 220_000),
     ("demangle_near_grammar", 150_000),
 ];
 
@@ -265,48 +263,6 @@ fn page_bits_near_grammar() {
 fn check_page_bits(input: &[u8]) -> Result<bool, TestCaseError> {
     let got = parse_page_bits(input);
     prop_assert_eq!(got, model::page_bits(input), "on {}", input.escape_ascii());
-    Ok(got.is_some())
-}
-
-const SYSCTL_SEEDS: &[&[u8]] = &[b"0", b"1", b"0\n", b"1\n", b" 1 ", b"\t0\r\n", b"1\0junk"];
-const SYSCTL_TOKENS: &[&[u8]] = &[
-    b"0",
-    b"1",
-    b" ",
-    b"\t",
-    b"\n",
-    b"\r",
-    b"\x0b",
-    b"\x0c",
-    b"\0",
-    b"\xa0",
-    b"\xc2\xa0",
-    b"-",
-    b"+",
-    b"10",
-    b"x",
-];
-const SYSCTL_BYTES: &[u8] = b"012 \t\n\r\x0b\x0c\0-+x\xa0\xff";
-
-#[test]
-fn sysctl_value_any_bytes() {
-    run_property("sysctl_value_any_bytes", any_bytes(), false, check_sysctl);
-}
-
-#[test]
-fn sysctl_value_near_grammar() {
-    let strategy = near(SYSCTL_SEEDS, SYSCTL_TOKENS, SYSCTL_BYTES);
-    run_property("sysctl_value_near_grammar", strategy, true, check_sysctl);
-}
-
-fn check_sysctl(input: &[u8]) -> Result<bool, TestCaseError> {
-    let got = parse_sysctl_value(input);
-    prop_assert_eq!(
-        got,
-        model::sysctl_value(input),
-        "on {}",
-        input.escape_ascii()
-    );
     Ok(got.is_some())
 }
 

@@ -5,9 +5,7 @@
 
 mod model;
 
-use kernel::alloc_tag::parse::{
-    parse_boot_value, parse_page_bits, parse_sysctl_value, BootError, BootMode, BootValue,
-};
+use kernel::alloc_tag::parse::{parse_boot_value, parse_page_bits, BootError, BootMode, BootValue};
 
 fn show(input: &[u8]) -> String {
     input.escape_ascii().to_string()
@@ -215,95 +213,5 @@ fn page_bits_bad() {
             "1 and 4096 x {}",
             digit as char
         );
-    }
-}
-
-const SYSCTL_VALID: &[(&[u8], bool)] = &[
-    (b"0", false),
-    (b"1", true),
-    (b"0\n", false),
-    (b"1\n", true),
-    (b" 0", false),
-    (b"1 ", true),
-    (b"\t1\t", true),
-    (b"\r\n1\r\n", true),
-    (b"\x0c0\x0c", false),
-    (b"  \n\t 1 \t\n  ", true),
-    // Anything from a NUL byte on is ignored.
-    (b"1\0", true),
-    (b"0\0", false),
-    (b"1\0\0", true),
-    (b"1\n\0", true),
-    (b"1\0garbage", true),
-    (b"0\0 1", false),
-    (b" 1 \0\xff", true),
-];
-
-const SYSCTL_BAD: &[&[u8]] = &[
-    b"",
-    b"\n",
-    b" ",
-    b" \t\r\n\x0c",
-    b"\0",
-    b"\x001",
-    b"\n\x001",
-    b"2",
-    b"-1",
-    b"+1",
-    b"-0",
-    b"00",
-    b"01",
-    b"10",
-    b"11",
-    b"1 1",
-    b"1\n1",
-    b"0 0\n",
-    b"1.0",
-    b"0x1",
-    b"abc",
-    b"y",
-    b"on",
-    b"true",
-    b"never",
-    // Not ASCII whitespace in the sense of the rules: vertical tab, Latin-1
-    // and Unicode no-break spaces.
-    b"\x0b1",
-    b"1\x0b",
-    b"\xa01",
-    b"1\xa0",
-    b"\xc2\xa01",
-    b"\xef\xbc\x91",
-    b"1\xff",
-    b"\xff1",
-];
-
-#[test]
-fn sysctl_value_table() {
-    for &(input, want) in SYSCTL_VALID {
-        let want = Some(want);
-        assert_eq!(parse_sysctl_value(input), want, "parser on {}", show(input));
-        assert_eq!(model::sysctl_value(input), want, "model on {}", show(input));
-    }
-    for &input in SYSCTL_BAD {
-        assert_eq!(parse_sysctl_value(input), None, "parser on {}", show(input));
-        assert_eq!(model::sysctl_value(input), None, "model on {}", show(input));
-    }
-}
-
-/// A write of a page full of whitespace around the value still works; a
-/// page of digits does not.
-#[test]
-fn sysctl_value_long() {
-    let spaces = vec![b' '; 4095];
-    let cases: [(Vec<u8>, Option<bool>); 5] = [
-        ([&spaces[..], b"1"].concat(), Some(true)),
-        ([&b"0"[..], &spaces].concat(), Some(false)),
-        ([&spaces[..], b"1", &spaces].concat(), Some(true)),
-        (vec![b'1'; 4096], None),
-        ([&b"1"[..], &vec![b'0'; 4095]].concat(), None),
-    ];
-    for (input, want) in &cases {
-        assert_eq!(parse_sysctl_value(input), *want, "{} bytes", input.len());
-        assert_eq!(model::sysctl_value(input), *want, "{} bytes", input.len());
     }
 }

@@ -56,23 +56,3 @@ pub fn page_bits(input: &[u8]) -> Option<u32> {
     let significant = first_nonzero.map_or(&b"0"[..], |i| &input[i..]);
     (0..=64u32).find(|n| n.to_string().as_bytes() == significant)
 }
-
-/// What the sysctl write rules call ASCII whitespace: space, tab, line feed,
-/// form feed and carriage return (no vertical tab).
-pub const SYSCTL_SPACE: &[u8] = b" \t\n\x0c\r";
-
-/// A write to `/proc/sys/vm/mem_profiling`: `0` or `1`, optionally
-/// surrounded by ASCII whitespace; anything from a NUL byte on is ignored.
-pub fn sysctl_value(input: &[u8]) -> Option<bool> {
-    let before_nul = input.split(|&b| b == 0).next().unwrap_or_default();
-    let is_space = |b: &&u8| SYSCTL_SPACE.contains(*b);
-    let leading = before_nul.iter().take_while(is_space).count();
-    let rest = &before_nul[leading..];
-    let trailing = rest.iter().rev().take_while(is_space).count();
-    let value = &rest[..rest.len() - trailing];
-    match value {
-        b"0" => Some(false),
-        b"1" => Some(true),
-        _ => None,
-    }
-}

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The static keys the allocation profiling hooks test; the Rust core
+ * (rust/kernel/alloc_tag/) flips them, and /proc/sys/vm/mem_profiling is
+ * proc_do_static_key() on the first.
+ *
+ * alloc_hooks() tests mem_alloc_profiling_key in the code of every caller,
+ * modules of any license included, so it is exported to all modules.  (A
+ * definition in rust/helpers/ or in Rust would be exported GPL-only.)
+ */
+
+#include <linux/alloc_tag.h>
+#include <linux/export.h>
+#include <linux/jump_label.h>
+#include <linux/pgalloc_tag.h>
+
+DEFINE_STATIC_KEY_MAYBE(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT,
+			mem_alloc_profiling_key);
+EXPORT_SYMBOL(mem_alloc_profiling_key);
+
+#ifdef CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT
+/* Only the page allocator's hooks test it. */
+DEFINE_STATIC_KEY_FALSE(mem_alloc_profiling_compressed_key);
+#endif
