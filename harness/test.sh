@@ -58,7 +58,7 @@ build_checks() {
 		    __pgalloc_tag_add_no_ref __pgalloc_tag_sub_no_ref
 		    __pgalloc_tag_get_compressed
 		    __pgalloc_tag_split __pgalloc_tag_swap
-		    codetag_load_module codetag_unload_module mem_alloc_profiling_key
+		    codetag_load_module codetag_unload_module
 		    page_alloc_tagging_ops"
 	local rust_syms vmlinux_syms s
 	rust_syms=$(nm --defined-only "$OUT/rust/kernel.o" 2>/dev/null | awk '{print $3}')
@@ -70,6 +70,15 @@ build_checks() {
 			bad "build: $s is not defined by the Rust core (rust/kernel.o) in vmlinux"
 		fi
 	done
+	# The key every module's alloc_hooks() tests: C's, exported to any module.
+	if nm --defined-only "$OUT/lib/alloc_tag_keys.o" 2>/dev/null |
+			awk '{print $3}' | grep -qx mem_alloc_profiling_key &&
+		grep -qP '^0x[0-9a-f]+\tmem_alloc_profiling_key\tvmlinux\tEXPORT_SYMBOL\t' \
+			"$OUT/Module.symvers"; then
+		ok
+	else
+		bad "build: mem_alloc_profiling_key is not lib/alloc_tag_keys.o's, exported with EXPORT_SYMBOL"
+	fi
 }
 
 # The build-time check on the real vmlinux: its line is in the build log, it

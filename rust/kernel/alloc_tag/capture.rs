@@ -309,8 +309,7 @@ unsafe fn record_add(
         drop(g);
         // Disarmed meanwhile.
         // SAFETY: allocated above, never published.
-        unsafe { bindings::kfree(rec.cast()) };
-        RECORDS.fetch_sub(1, Ordering::Relaxed);
+        unsafe { free_record(rec) };
         return false;
     };
     // SAFETY: a live site, under the lock; `rec` is ours, of a `Record`'s
@@ -383,18 +382,44 @@ unsafe fn record_sub(ref_: *mut bindings::codetag_ref, ct: usize, bytes: usize) 
     }
     let rec = (ct & !FLAG_RECORD) as *mut Record;
     // SAFETY: the reference still holds the record, so it is live and
-    // linked in its site, which is armed; all under the lock.
+    // linked in its site, which is armed; the lock is held (`g`).
+    unsafe {
+        (*ref_).ct = take_record(&g, rec);
+        super::tag_ref::__alloc_tag_sub(ref_, bytes);
+    }
+    drop(g);
+    // SAFETY: taken off its site above: nothing reaches it any more.
+    unsafe { free_record(rec) };
+}
+
+/// Takes the live record `rec` off its site and its stack's bucket and
+/// returns the site's code tag, for the object's reference to hold again.
+///
+/// # Safety
+///
+/// `rec` is live and linked in its armed site; `_g` shows the capture
+/// spinlock held, under which records are linked and unlinked.
+unsafe fn take_record(_g: &Guard, rec: *mut Record) -> *mut bindings::codetag {
+    // SAFETY: a live record of a live site, its bucket in the site's
+    // table; exclusive under the lock (caller).
     unsafe {
         let r = &mut *rec;
         let s = &mut *r.site;
         (*r.bucket).bytes -= r.bytes as i64;
         (*r.bucket).calls -= 1;
         unlink(s, rec);
-        (*ref_).ct = core::ptr::addr_of_mut!((*s.tag).ct);
-        super::tag_ref::__alloc_tag_sub(ref_, bytes);
+        core::ptr::addr_of_mut!((*s.tag).ct)
     }
-    drop(g);
-    // SAFETY: unlinked above, no longer reachable.
+}
+
+/// Frees a record and gives its slot back to the cap.
+///
+/// # Safety
+///
+/// `rec` came from `alloc_tag_capture_alloc()` and nothing reaches it any
+/// more (never published, or taken off its site).
+unsafe fn free_record(rec: *mut Record) {
+    // SAFETY: the caller's.
     unsafe { bindings::kfree(rec.cast()) };
     RECORDS.fetch_sub(1, Ordering::Relaxed);
 }
@@ -431,20 +456,14 @@ pub(crate) fn release(r: &super::tag_ref::TagRef) {
     }
     let rec = (r.raw() as usize & !FLAG_RECORD) as *mut Record;
     // SAFETY: as in `record_tag()`: the record is live and linked in its
-    // armed site, all under the lock.
+    // armed site; the lock is held (`g`).
     unsafe {
-        let rr = &mut *rec;
-        let s = &mut *rr.site;
-        (*rr.bucket).bytes -= rr.bytes as i64;
-        (*rr.bucket).calls -= 1;
-        s.uncaptured += 1;
-        unlink(s, rec);
-        r.set_raw(core::ptr::addr_of_mut!((*s.tag).ct));
+        (*(*rec).site).uncaptured += 1;
+        r.set_raw(take_record(&g, rec));
     }
     drop(g);
-    // SAFETY: unlinked above, no longer reachable.
-    unsafe { bindings::kfree(rec.cast()) };
-    RECORDS.fetch_sub(1, Ordering::Relaxed);
+    // SAFETY: taken off its site above: nothing reaches it any more.
+    unsafe { free_record(rec) };
 }
 
 /// Takes `rec` off its site's list.
@@ -658,8 +677,7 @@ fn disarm_where(_c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize 
             // SAFETY: unlinked from everything above.
             let next = unsafe { (*r).next };
             // SAFETY: no longer reachable.
-            unsafe { bindings::kfree(r.cast()) };
-            RECORDS.fetch_sub(1, Ordering::Relaxed);
+            unsafe { free_record(r) };
             r = next;
         }
         // SAFETY: from `KBox::into_raw()` in `arm()`, unpublished above.

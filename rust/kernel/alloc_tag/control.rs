@@ -22,9 +22,8 @@
 //!   `page_ext` (a fallback included) or profiling is `never`.
 
 use super::parse::{parse_boot_value, parse_page_bits, BootMode};
-use crate::ffi::{c_char, c_int};
+use crate::ffi::{c_char, c_int, c_void};
 use crate::{bindings, c_str, pr_err, types::Opaque};
-use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 const ENABLED_BY_DEFAULT: bool = cfg!(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT);

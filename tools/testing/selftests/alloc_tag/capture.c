@@ -604,7 +604,13 @@ TEST_F(capture, record_allocation_fails)
 	close(ctl);
 	fi_slab(false);
 	EXPECT_LE(1, failed) TH_LOG("no object allocation failed");
-	EXPECT_EQ(1, uncaptured_seen) TH_LOG("no record allocation failed");
+	/*
+	 * At least one nth hits the record.  More can: when the object needs
+	 * a new slab, that slab's extension vector is allocated before the
+	 * record, which moves the record's failure to the next nth.
+	 */
+	EXPECT_LE(1, uncaptured_seen) TH_LOG("no record allocation failed");
+	EXPECT_GE(ok - untracked, uncaptured_seen);
 	/* Every object that was allocated and counted is on the site's row. */
 	EXPECT_ROW((ok - untracked) * ai_kmalloc_bytes(64), ok - untracked, "after the failures");
 	if (untracked) {
