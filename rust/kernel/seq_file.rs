@@ -89,3 +89,161 @@ impl fmt::Write for &SeqFile {
         Ok(())
     }
 }
+
+/// The callbacks of a `seq_operations` table, on a type that holds no data.
+///
+/// The seq_file core calls [`SeqOperations::start`], then
+/// [`SeqOperations::show`] and [`SeqOperations::next`] while they give a
+/// record, then [`SeqOperations::stop`] once, all under the file's lock.
+/// [`SeqOpsTable`] builds the C table.
+///
+/// # Safety
+///
+/// A record [`SeqOperations::start`] or [`SeqOperations::next`] returns must
+/// stay valid until the [`SeqOperations::stop`] that ends the same run:
+/// [`SeqOperations::show`] is handed a reference to it.
+pub unsafe trait SeqOperations {
+    /// What a record is.
+    type Record;
+
+    /// The record at position `*pos` or after it (`*pos` set to it), or
+    /// `None` at the end. Whatever it returns, `stop` follows.
+    fn start(m: &SeqFile, pos: &mut i64) -> Option<core::ptr::NonNull<Self::Record>>;
+
+    /// The record after `prev`, as `start` finds it from `*pos + 1`.
+    fn next(
+        m: &SeqFile,
+        prev: &Self::Record,
+        pos: &mut i64,
+    ) -> Option<core::ptr::NonNull<Self::Record>>;
+
+    /// Ends the run `start` began.
+    fn stop(m: &SeqFile);
+
+    /// Writes `record` to `m`.
+    fn show(m: &SeqFile, record: &Self::Record);
+}
+
+/// A `seq_operations` table calling `T`'s callbacks.
+///
+/// # Invariants
+///
+/// Never written after it is built.
+#[repr(transparent)]
+pub struct SeqOpsTable<T>(
+    Opaque<bindings::seq_operations>,
+    core::marker::PhantomData<T>,
+);
+
+// SAFETY: never written after it is built (invariant); `T` holds no data.
+unsafe impl<T> Sync for SeqOpsTable<T> {}
+
+impl<T: SeqOperations> Default for SeqOpsTable<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: SeqOperations> SeqOpsTable<T> {
+    /// The table.
+    pub const fn new() -> Self {
+        Self(
+            Opaque::new(bindings::seq_operations {
+                start: Some(Self::start),
+                stop: Some(Self::stop),
+                next: Some(Self::next),
+                show: Some(Self::show),
+            }),
+            core::marker::PhantomData,
+        )
+    }
+
+    /// The C table, for `seq_open()` and friends.
+    #[inline]
+    pub fn as_ptr(&self) -> *const bindings::seq_operations {
+        self.0.get()
+    }
+
+    /// # Safety
+    ///
+    /// Called by the seq_file core: `m` is its file, `pos` is valid.
+    unsafe extern "C" fn start(
+        m: *mut bindings::seq_file,
+        pos: *mut bindings::loff_t,
+    ) -> *mut core::ffi::c_void {
+        // SAFETY: the file a callback is given, not kept past it; `pos` is
+        // valid and only this callback uses it (seq_file core).
+        let (m, pos) = unsafe { (SeqFile::from_raw(m), &mut *pos) };
+        T::start(m, pos).map_or(core::ptr::null_mut(), |r| r.as_ptr().cast())
+    }
+
+    /// # Safety
+    ///
+    /// Called by the seq_file core after `start` with a record `start` or
+    /// `next` returned.
+    unsafe extern "C" fn next(
+        m: *mut bindings::seq_file,
+        v: *mut core::ffi::c_void,
+        pos: *mut bindings::loff_t,
+    ) -> *mut core::ffi::c_void {
+        // SAFETY: as in `start`; `v` is a record of this run, valid until
+        // `stop` (the trait's contract).
+        let (m, prev, pos) = unsafe { (SeqFile::from_raw(m), &*v.cast::<T::Record>(), &mut *pos) };
+        T::next(m, prev, pos).map_or(core::ptr::null_mut(), |r| r.as_ptr().cast())
+    }
+
+    /// # Safety
+    ///
+    /// Called by the seq_file core once after each `start`.
+    unsafe extern "C" fn stop(m: *mut bindings::seq_file, _v: *mut core::ffi::c_void) {
+        // SAFETY: as in `start`.
+        T::stop(unsafe { SeqFile::from_raw(m) });
+    }
+
+    /// # Safety
+    ///
+    /// Called by the seq_file core with a record `start` or `next` returned.
+    unsafe extern "C" fn show(
+        m: *mut bindings::seq_file,
+        v: *mut core::ffi::c_void,
+    ) -> crate::ffi::c_int {
+        // SAFETY: as in `next`.
+        let (m, record) = unsafe { (SeqFile::from_raw(m), &*v.cast::<T::Record>()) };
+        T::show(m, record);
+        0
+    }
+}
+
+/// A whole file written by one `show` call (`single_open()`).
+pub trait SingleShow {
+    /// Writes the file's text to `m`.
+    fn show(m: &SeqFile) -> crate::error::Result;
+}
+
+/// `T::show` as the callback `single_open()` takes.
+pub const fn single_show<T: SingleShow>(
+) -> unsafe extern "C" fn(*mut bindings::seq_file, *mut core::ffi::c_void) -> crate::ffi::c_int {
+    single_show_callback::<T>
+}
+
+/// # Safety
+///
+/// Called by the seq_file core with its file.
+unsafe extern "C" fn single_show_callback<T: SingleShow>(
+    m: *mut bindings::seq_file,
+    _v: *mut core::ffi::c_void,
+) -> crate::ffi::c_int {
+    // SAFETY: the file a callback is given, not kept past it.
+    match T::show(unsafe { SeqFile::from_raw(m) }) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+impl SeqFile {
+    /// The C `struct seq_file`, for C helpers that write to it.
+    #[inline]
+    pub fn as_raw(&self) -> *mut bindings::seq_file {
+        self.0.get()
+    }
+}

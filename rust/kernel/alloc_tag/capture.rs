@@ -50,13 +50,13 @@ use crate::{
     bindings,
     error::{code::*, Result},
     prelude::*,
-    seq_file::SeqFile,
+    seq_file::{single_show, SeqFile, SingleShow},
     types::Opaque,
     uaccess::UserSlice,
 };
 use core::{
     cell::UnsafeCell,
-    ffi::{c_int, c_void},
+    ffi::c_int,
     fmt::Write,
     ptr::null_mut,
     sync::atomic::{AtomicUsize, Ordering},
@@ -714,21 +714,16 @@ pub(crate) unsafe fn module_unload(module: *mut bindings::module) {
     }
 }
 
-/// `seq_file` show of the report.
-///
-/// # Safety
-///
-/// Called by `seq_read()` on our file.
-unsafe extern "C" fn capture_show(m: *mut bindings::seq_file, _v: *mut c_void) -> c_int {
-    match show(m) {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
+/// The report, written by `single_open()`'s one `show`.
+struct Report;
+
+impl SingleShow for Report {
+    fn show(seq: &SeqFile) -> Result {
+        show(seq)
     }
 }
 
-fn show(m: *mut bindings::seq_file) -> Result {
-    // SAFETY: `seq_read()` is showing `m` (our caller's contract).
-    let seq = unsafe { SeqFile::from_raw(m) };
+fn show(seq: &SeqFile) -> Result {
     let reg = registry::read().ok_or(ENODEV)?;
     let _c = Control::lock();
     // Copies of the armed sites, taken under the lock and printed after.
@@ -780,9 +775,13 @@ fn show(m: *mut bindings::seq_file) -> Result {
             let _ = writeln!(l, "  stack bytes:{} calls:{}", b.bytes, b.calls);
             l.emit(seq);
             let st = b.stack();
-            // SAFETY: `m` is being shown; `st` holds `st.len()` addresses.
+            // SAFETY: `seq` is being shown; `st` holds `st.len()` addresses.
             unsafe {
-                bindings::alloc_tag_capture_show_stack(m, st.as_ptr().cast(), st.len() as u32)
+                bindings::alloc_tag_capture_show_stack(
+                    seq.as_raw(),
+                    st.as_ptr().cast(),
+                    st.len() as u32,
+                )
             };
         }
         if s.other.calls != 0 || s.other.bytes != 0 {
@@ -838,7 +837,7 @@ unsafe extern "C" fn capture_open(
     file: *mut bindings::file,
 ) -> c_int {
     // SAFETY: `file` is being opened (caller).
-    unsafe { bindings::single_open(file, Some(capture_show), null_mut()) }
+    unsafe { bindings::single_open(file, Some(single_show::<Report>()), null_mut()) }
 }
 
 /// `file_operations::write`: one command per write.

@@ -26,10 +26,11 @@ use super::{ioctl, registry, tag::AllocTag};
 use crate::{
     bindings,
     error::code::ENOMEM,
-    ffi::{c_int, c_void},
-    seq_file::SeqFile,
+    ffi::c_int,
+    seq_file::{SeqFile, SeqOperations, SeqOpsTable},
     types::Opaque,
 };
+use core::ptr::NonNull;
 
 const HEADER: &[u8] = b"allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n";
 
@@ -148,103 +149,62 @@ fn write_row(m: &SeqFile, tag: &AllocTag) {
     });
 }
 
-/// `seq_operations::start`: takes the registry for reading until `stop`.
-///
-/// # Safety
-///
-/// Called by the seq_file core: `pos` is valid.
-unsafe extern "C" fn allocinfo_start(
-    _m: *mut bindings::seq_file,
-    pos: *mut bindings::loff_t,
-) -> *mut c_void {
-    let Some(guard) = registry::read() else {
-        return core::ptr::null_mut();
-    };
-    // The lock stays held until `allocinfo_stop`, which the seq_file core
-    // always calls after `start`.
-    core::mem::forget(guard);
-    // SAFETY: `pos` is valid (seq_file core).
-    tag_from(unsafe { &mut *pos })
+/// The `seq_operations` of `/proc/allocinfo`: one record per reported tag,
+/// the header before the first; the registry is held for reading from
+/// `start` to `stop`.
+struct Allocinfo;
+
+// SAFETY: the records are tags of the registry, which `start` takes for
+// reading and only `stop` releases: no segment leaves it meanwhile.
+unsafe impl SeqOperations for Allocinfo {
+    type Record = AllocTag;
+
+    fn start(_m: &SeqFile, pos: &mut i64) -> Option<NonNull<AllocTag>> {
+        let guard = registry::read()?;
+        // The lock stays held until `stop`, which the seq_file core always
+        // calls after `start`.
+        core::mem::forget(guard);
+        tag_from(pos)
+    }
+
+    fn next(_m: &SeqFile, _prev: &AllocTag, pos: &mut i64) -> Option<NonNull<AllocTag>> {
+        *pos += 1;
+        tag_from(pos)
+    }
+
+    fn stop(_m: &SeqFile) {
+        // SAFETY: `start` took the registry for reading; this releases it.
+        drop(unsafe { registry::ReadGuard::assume_held() });
+    }
+
+    fn show(m: &SeqFile, tag: &AllocTag) {
+        if m.index() == 0 {
+            m.write_bytes(HEADER);
+        }
+        write_row(m, tag);
+    }
 }
 
 /// The first tag at position `*pos` or after it; moves `*pos` to it (past
 /// the end if none). Positions are the registry's, which a Rust call site
 /// registering meanwhile does not move ([`registry::ReadGuard::next_from`]).
-fn tag_from(pos: &mut bindings::loff_t) -> *mut c_void {
-    let Ok(from) = usize::try_from(*pos) else {
-        return core::ptr::null_mut();
-    };
+fn tag_from(pos: &mut i64) -> Option<NonNull<AllocTag>> {
+    let from = usize::try_from(*pos).ok()?;
     // SAFETY: the registry is held for reading by this reader since `start`.
     let guard = unsafe { registry::ReadGuard::assume_held() };
     // The tag stays valid after this guard is forgotten: the hold it stands
     // for lasts until `stop`, and the seq_file core uses the tag only
     // before that.
-    let found = guard.next_from(from).map(|(idx, tag)| (idx, tag.as_raw()));
+    let found = guard
+        .next_from(from)
+        .map(|(idx, tag)| (idx, NonNull::from(tag)));
     core::mem::forget(guard);
-    match found {
-        Some((idx, tag)) => {
-            *pos = idx as bindings::loff_t;
-            tag.cast()
-        }
-        None => core::ptr::null_mut(),
-    }
+    let (idx, tag) = found?;
+    *pos = idx as i64;
+    Some(tag)
 }
 
-/// `seq_operations::next`.
-///
-/// # Safety
-///
-/// Called by the seq_file core after `start`: `pos` is valid and the
-/// registry is held for reading.
-unsafe extern "C" fn allocinfo_next(
-    _m: *mut bindings::seq_file,
-    _v: *mut c_void,
-    pos: *mut bindings::loff_t,
-) -> *mut c_void {
-    // SAFETY: `pos` is valid (seq_file core).
-    let pos = unsafe { &mut *pos };
-    *pos += 1;
-    tag_from(pos)
-}
-
-/// `seq_operations::stop`: releases what `start` took.
-///
-/// # Safety
-///
-/// Called by the seq_file core once after each `start`.
-unsafe extern "C" fn allocinfo_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {
-    // SAFETY: `start` took the registry for reading; this releases it.
-    drop(unsafe { registry::ReadGuard::assume_held() });
-}
-
-/// `seq_operations::show`: the header before the first row, then the row.
-///
-/// # Safety
-///
-/// Called by the seq_file core with its file and a tag from `start`/`next`.
-unsafe extern "C" fn allocinfo_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
-    // SAFETY: called by the seq_file core with its file.
-    let m = unsafe { SeqFile::from_raw(m) };
-    if m.index() == 0 {
-        m.write_bytes(HEADER);
-    }
-    // SAFETY: `v` is a tag `start`/`next` returned, valid under the lock.
-    write_row(m, unsafe { AllocTag::from_raw(v.cast()) });
-    0
-}
-
-#[repr(transparent)]
-struct SeqOps(Opaque<bindings::seq_operations>);
-
-// SAFETY: never written after build.
-unsafe impl Sync for SeqOps {}
-
-static ALLOCINFO_OPS: SeqOps = SeqOps(Opaque::new(bindings::seq_operations {
-    start: Some(allocinfo_start),
-    stop: Some(allocinfo_stop),
-    next: Some(allocinfo_next),
-    show: Some(allocinfo_show),
-}));
+static ALLOCINFO_OPS: SeqOpsTable<Allocinfo> = SeqOpsTable::new();
 
 /// `proc_ops::proc_open`: a seq_file over the tags, with this file's ioctl
 /// state as its private data.
@@ -260,7 +220,7 @@ unsafe extern "C" fn allocinfo_open(
     registry::reclaim();
     // SAFETY: `file` is being opened (caller); the ops are static.
     let state = unsafe {
-        bindings::__seq_open_private(file, ALLOCINFO_OPS.0.get(), ioctl::STATE_SIZE as c_int)
+        bindings::__seq_open_private(file, ALLOCINFO_OPS.as_ptr(), ioctl::STATE_SIZE as c_int)
     };
     if state.is_null() {
         return ENOMEM.to_errno();
