@@ -49,7 +49,7 @@ commit() {
 		echo "series: nothing for \"$subject\" yet; left out"
 		return 0
 	fi
-	git commit -q -s -m "$subject" -m "$body"
+	git commit -q -m "$subject" -m "$body"
 }
 
 # apply PATCHFILE: one of patches/*.patch as its own commit.
@@ -59,7 +59,7 @@ apply() {
 	body=$(awk 'f && /^---$/ {exit} f {print} /^Subject:/ {f = 1}' "$p" | sed '1{/^$/d}')
 	patch -s -p1 -d "$G" --no-backup-if-mismatch < "$p"
 	git add -A -f
-	git commit -q -s -m "$subject" -m "$body"
+	git commit -q -m "$subject" -m "$body"
 }
 
 commit "alloc_tag: headers for a Rust core" \
@@ -98,12 +98,31 @@ commit "selftests/alloc_tag: conformance suite" \
 stress and compaction checks, with test modules at known sites." tools/testing/selftests/alloc_tag
 
 rm -rf "$out"
-git format-patch -q -o "$out" pristine..series
-echo "series: $(ls "$out" | wc -l) patches in $out"
+git format-patch -q --cover-letter -o "$out" pristine..series
+# The cover letter: ours in place of format-patch's placeholders, with the
+# production overhead table of bench/RESULTS.md.
+cover=$out/0000-cover-letter.patch
+overhead=$(awk '/^# Production config/ {p = 1} p && /^## Overhead against compiled out/ {t = 1; next}
+	t && /^\|/ {print; n++} t && n && !/^\|/ {exit}' "$REPO/bench/RESULTS.md" |
+	awk -F'|' 'NR == 2 {next} {for (i = 2; i <= 7; i++) gsub(/^ +| +$/, "", $i)
+		printf "  %-10s %-12s %-12s %-12s %-12s\n", $2, $3, $4, $6, $7}' |
+	sed 's/ *$//')
+bench_commit=$(sed -n 's/^- date: .*; commit \([0-9a-f]*\)$/commit \1/p' "$REPO/bench/RESULTS.md")
+python3 - "$cover" "$REPO/harness/cover-letter.txt" "$overhead" "${bench_commit:-no bench run}" <<'PY'
+import sys
+cover, tmpl, overhead, bench = sys.argv[1:5]
+text = open(cover).read()
+body = open(tmpl).read().replace("@OVERHEAD@", overhead).replace("@BENCH_COMMIT@", bench)
+text = text.replace("*** SUBJECT HERE ***", "alloc_tag: allocation profiling with a Rust core")
+text = text.replace("*** BLURB HERE ***", body.rstrip("\n"))
+open(cover, "w").write(text)
+PY
+grep -q '\*\*\* .* HERE \*\*\*' "$cover" && { echo "series: cover letter placeholders left" >&2; exit 1; }
+echo "series: $(ls "$out" | grep -vc '^0000-') patches and a cover letter in $out"
 
 # 1. Applies with git am to a clean tree.
 git checkout -q -f -B series-check pristine
-git am -q "$out"/*.patch
+git am -q $(ls "$out"/*.patch | grep -v '/0000-cover-letter.patch$')
 [ "$(git rev-parse 'series-check^{tree}')" = "$(git rev-parse 'series^{tree}')" ] ||
 	{ echo "series: git am result differs from the series" >&2; exit 1; }
 echo "series: applies with git am to pristine 6.12"
@@ -118,17 +137,19 @@ echo "series: identical to the BASE=rust tree make builds ($(git diff --name-onl
 
 # 3. checkpatch.
 bad=0
-for p in "$out"/*.patch; do
+for p in $(ls "$out"/*.patch | grep -v '/0000-cover-letter.patch$'); do
 	# MAINTAINERS remarks are left to the maintainers; /usr/bin first so
 	# spdxcheck.py finds python3-ply.
+	# --no-signoff: the series awaits its authors' sign-off (the cover
+	# letter says so); none is invented.
 	res=$(cd "$G" && PATH=/usr/bin:$PATH perl scripts/checkpatch.pl --strict -q \
-		--ignore FILE_PATH_CHANGES "$p" 2>&1 || true)
+		--no-signoff --ignore FILE_PATH_CHANGES "$p" 2>&1 || true)
 	if [ -n "$res" ]; then
 		echo "checkpatch: $(basename "$p"):"
 		echo "$res"
 		bad=$((bad + 1))
 	fi
 done
-echo "series: checkpatch --strict: $bad of $(ls "$out" | wc -l) patches with remarks"
+echo "series: checkpatch --strict: $bad of $(ls "$out" | grep -vc '^0000-') patches with remarks"
 git checkout -q -f series
 [ $bad -eq 0 ]

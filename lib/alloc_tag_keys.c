@@ -14,8 +14,12 @@
 #include <linux/jump_label.h>
 #include <linux/pgalloc_tag.h>
 
-DEFINE_STATIC_KEY_MAYBE(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT,
-			mem_alloc_profiling_key);
+/* What DECLARE_STATIC_KEY_MAYBE() in alloc_tag.h declares. */
+#ifdef CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT
+DEFINE_STATIC_KEY_TRUE(mem_alloc_profiling_key);
+#else
+DEFINE_STATIC_KEY_FALSE(mem_alloc_profiling_key);
+#endif
 EXPORT_SYMBOL(mem_alloc_profiling_key);
 
 #ifdef CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT
