@@ -349,18 +349,27 @@ impl WriteGuard {
         unsafe { &mut *REGISTRY.modules.get() }
     }
 
-    /// Takes the segment at `idx` out, keeping the order of the others.
-    fn remove(&mut self, idx: usize) {
+    /// Takes the segment at `idx` out, keeping the order of the others; it
+    /// is the caller's to free, by dropping it once the lock is released.
+    ///
+    /// # Safety
+    ///
+    /// `idx` is a module segment (not vmlinux's, not a block of Rust
+    /// sites, whose memory is never freed).
+    unsafe fn remove(&mut self, idx: usize) -> Option<Removed> {
         let mods = self.modules();
         let len = mods.len();
         if idx >= len {
-            return;
+            return None;
         }
+        let seg = mods[idx];
         mods.as_mut_slice().copy_within(idx + 1.., idx);
         // SAFETY: `idx < len`; the slots from `idx` on were shifted down by
         // one, so the first `len - 1` are initialised, and `Segment` is
         // `Copy`.
         unsafe { mods.set_len(len - 1) };
+        // INVARIANT: out of the registry just now; a module's (caller).
+        Some(Removed(seg))
     }
 }
 
@@ -422,6 +431,45 @@ unsafe fn free_counters(seg: &Segment, count: usize) {
             bindings::free_percpu((*tag).counters.cast());
             (*tag).counters = core::ptr::null_mut();
         }
+    }
+}
+
+/// A module segment taken out of the registry, which owns what the segment
+/// holds (counters, page-tag indexes, copied strings and the tag area) and
+/// frees it when dropped. Dropping may sleep: never under a registry lock.
+///
+/// # Invariants
+///
+/// The segment is a module's and out of the registry, so no reader finds
+/// its tags any more; if it was ever live, it is drained (only frees in
+/// flight may still touch its counters).
+struct Removed(Segment);
+
+impl Removed {
+    /// Frees `segs` with one wait for the frees in flight, calling `each`
+    /// on every segment after the wait, just before it is freed.
+    fn free_all<const N: usize>(segs: [Option<Removed>; N], mut each: impl FnMut(&Segment)) {
+        wait_for_frees_in_flight();
+        for r in segs.into_iter().flatten() {
+            let seg = r.0;
+            core::mem::forget(r);
+            each(&seg);
+            // SAFETY: out of the registry and drained (invariant), and the
+            // frees in flight are over (the wait above).
+            unsafe { release(seg) };
+        }
+    }
+}
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        // Placed tags were never live: nothing can be touching them.
+        if self.0.state != SegmentState::Placed {
+            wait_for_frees_in_flight();
+        }
+        // SAFETY: out of the registry and drained (invariant), and no free
+        // is in flight on it any more (never live, or the wait above).
+        unsafe { release(self.0) };
     }
 }
 
@@ -552,14 +600,14 @@ unsafe fn copy_strings(seg: &mut Segment) {
 
 /// Detaches the module segment at `idx` from its module, which is going
 /// away. A drained segment leaves the registry and is returned for the
-/// caller to [`release`] after [`wait_for_frees_in_flight`], with the lock
-/// dropped; otherwise it stays, reported, with copied strings.
-fn detach(w: &mut WriteGuard, idx: usize) -> Option<Segment> {
+/// caller to drop (which frees it) once the lock is released; otherwise it
+/// stays, reported, with copied strings.
+fn detach(w: &mut WriteGuard, idx: usize) -> Option<Removed> {
     let mut seg = w.modules()[idx];
     CONTENT_ID.fetch_add(1, Ordering::Release);
     if seg.drained() {
-        w.remove(idx);
-        return Some(seg);
+        // SAFETY: a module's segment (callers).
+        return unsafe { w.remove(idx) };
     }
     for i in 0..seg.len {
         let tag = seg.tag(i);
@@ -609,7 +657,7 @@ pub fn reclaim() {
         }
     }
     while DETACHED_SEGMENTS.load(Ordering::Relaxed) != 0 {
-        let mut batch = [None; BATCH];
+        let mut batch: [Option<Removed>; BATCH] = [const { None }; BATCH];
         let mut n = 0;
         {
             let Some(mut w) = WriteGuard::new() else {
@@ -619,9 +667,9 @@ pub fn reclaim() {
             while idx < w.modules().len() && n < BATCH {
                 let seg = w.modules()[idx];
                 if seg.state == SegmentState::Detached && seg.drained() {
-                    w.remove(idx);
+                    // SAFETY: a detached segment is a module's.
+                    batch[n] = unsafe { w.remove(idx) };
                     CONTENT_ID.fetch_add(1, Ordering::Release);
-                    batch[n] = Some(seg);
                     n += 1;
                 } else {
                     idx += 1;
@@ -631,18 +679,14 @@ pub fn reclaim() {
         if n == 0 {
             return;
         }
-        wait_for_frees_in_flight();
-        for seg in batch.into_iter().flatten() {
+        Removed::free_all(batch, |seg| {
             pr_info!(
                 "alloc_tag: freed the tag area of unloaded module {} ({} tags)\n",
                 seg.tag(0).module_name().unwrap_or(c_str!("?")),
                 seg.len
             );
             DETACHED_SEGMENTS.fetch_sub(1, Ordering::Relaxed);
-            // SAFETY: out of the registry, drained, and a grace period has
-            // passed since.
-            unsafe { release(seg) };
-        }
+        });
         if n < BATCH {
             return;
         }
@@ -837,19 +881,13 @@ pub(crate) fn drop_module(module: *mut bindings::module) {
     let Some(idx) = w.modules().iter().position(|s| s.module == module) else {
         return;
     };
-    let seg = w.modules()[idx];
-    if seg.state == SegmentState::Placed {
-        w.remove(idx);
-        drop(w);
-        // SAFETY: out of the registry; placed tags were never used.
-        unsafe { release(seg) };
-        return;
-    }
-    let gone = detach(&mut w, idx);
+    let gone = if w.modules()[idx].state == SegmentState::Placed {
+        // SAFETY: a module's segment.
+        unsafe { w.remove(idx) }
+    } else {
+        detach(&mut w, idx)
+    };
     drop(w);
-    if let Some(seg) = gone {
-        wait_for_frees_in_flight();
-        // SAFETY: out of the registry, drained, a grace period later.
-        unsafe { release(seg) };
-    }
+    // Freed here, the lock released.
+    drop(gone);
 }
