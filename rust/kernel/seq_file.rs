@@ -247,3 +247,143 @@ impl SeqFile {
         self.0.get()
     }
 }
+
+/// A `/proc` file read as the seq_file of `Self` ([`SeqOperations`]), with
+/// per-open state in the seq_file's private area and ioctls on that state.
+/// [`ProcOpsTable`] builds its `proc_ops`.
+///
+/// # Safety
+///
+/// After [`SeqProcFile::init`], the state is a valid `State`, and it needs
+/// no drop: `seq_release_private()` frees its memory at the last close.
+pub unsafe trait SeqProcFile: SeqOperations + Sized + 'static {
+    /// Per-open state: zeroed memory, then [`SeqProcFile::init`].
+    type State: Sync;
+
+    /// The file's seq_file operations.
+    const SEQ_OPS: &'static SeqOpsTable<Self>;
+
+    /// Runs before every open, in a context that may sleep.
+    fn before_open() {}
+
+    /// Makes the state of a new open file valid.
+    ///
+    /// # Safety
+    ///
+    /// `state` points to zeroed memory of the size and alignment of a
+    /// `State` that no one else uses yet.
+    unsafe fn init(state: *mut Self::State);
+
+    /// One ioctl on an open file; calls on one file may run concurrently.
+    /// 32-bit callers come here too, with the argument zero-extended (as
+    /// `compat_ptr()` does): the file's structures must have one layout.
+    fn ioctl(state: &Self::State, cmd: u32, arg: usize) -> crate::error::Result;
+}
+
+/// A `proc_ops` table for the [`SeqProcFile`] `T`.
+///
+/// # Invariants
+///
+/// Never written after it is built.
+#[repr(transparent)]
+pub struct ProcOpsTable<T>(Opaque<bindings::proc_ops>, core::marker::PhantomData<T>);
+
+// SAFETY: never written after it is built (invariant); `T` holds no data.
+unsafe impl<T> Sync for ProcOpsTable<T> {}
+
+impl<T: SeqProcFile> Default for ProcOpsTable<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: SeqProcFile> ProcOpsTable<T> {
+    /// The table.
+    pub const fn new() -> Self {
+        // `__seq_open_private()` allocates the state with kmalloc().
+        assert!(core::mem::align_of::<T::State>() <= bindings::ARCH_SLAB_MINALIGN);
+        Self(
+            Opaque::new(bindings::proc_ops {
+                proc_open: Some(Self::open),
+                proc_read_iter: Some(bindings::seq_read_iter),
+                proc_lseek: Some(bindings::seq_lseek),
+                proc_release: Some(bindings::seq_release_private),
+                proc_ioctl: Some(Self::ioctl),
+                #[cfg(CONFIG_COMPAT)]
+                proc_compat_ioctl: Some(Self::compat_ioctl),
+                // SAFETY: all-zero is a valid `proc_ops`: no flags, no
+                // other callbacks.
+                ..unsafe { core::mem::zeroed() }
+            }),
+            core::marker::PhantomData,
+        )
+    }
+
+    /// The C table, for `proc_create()`.
+    #[inline]
+    pub fn as_ptr(&self) -> *const bindings::proc_ops {
+        self.0.get()
+    }
+
+    /// # Safety
+    ///
+    /// Called by procfs to open the file.
+    unsafe extern "C" fn open(
+        _inode: *mut bindings::inode,
+        file: *mut bindings::file,
+    ) -> crate::ffi::c_int {
+        T::before_open();
+        // SAFETY: `file` is being opened (caller); the operations are
+        // static; the size is a `State`'s, whose alignment kmalloc meets
+        // (`new()`).
+        let state = unsafe {
+            bindings::__seq_open_private(
+                file,
+                T::SEQ_OPS.as_ptr(),
+                core::mem::size_of::<T::State>() as crate::ffi::c_int,
+            )
+        };
+        if state.is_null() {
+            return crate::error::code::ENOMEM.to_errno();
+        }
+        // SAFETY: `__seq_open_private()` returns zeroed memory of the size
+        // asked for, kmalloc-aligned, used by no one yet.
+        unsafe { T::init(state.cast()) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by procfs for a file `open` opened.
+    unsafe extern "C" fn ioctl(
+        file: *mut bindings::file,
+        cmd: crate::ffi::c_uint,
+        arg: crate::ffi::c_ulong,
+    ) -> crate::ffi::c_long {
+        // SAFETY: opened by `open` (caller): `private_data` is its seq_file,
+        // whose `private` is the state `T::init` made valid, alive until
+        // the file is released, which cannot happen during this call.
+        let state = unsafe {
+            &*(*(*file).private_data.cast::<bindings::seq_file>())
+                .private
+                .cast::<T::State>()
+        };
+        match T::ioctl(state, cmd, arg) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno() as crate::ffi::c_long,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As for `ioctl`: a compat pointer is the zero-extended value.
+    #[cfg(CONFIG_COMPAT)]
+    unsafe extern "C" fn compat_ioctl(
+        file: *mut bindings::file,
+        cmd: crate::ffi::c_uint,
+        arg: crate::ffi::c_ulong,
+    ) -> crate::ffi::c_long {
+        // SAFETY: the caller's.
+        unsafe { Self::ioctl(file, cmd, arg & 0xffff_ffff) }
+    }
+}

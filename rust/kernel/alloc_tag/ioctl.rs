@@ -38,11 +38,11 @@ use super::{registry, tag::AllocTag};
 use crate::{
     bindings,
     error::{code::*, Error},
-    ffi::{c_long, c_uint, c_ulong, c_void},
     ioctl,
     types::{FromBytes, Opaque},
     uaccess::UserSlice,
 };
+use core::cell::UnsafeCell;
 use core::mem::{offset_of, size_of};
 
 type GetAt = bindings::allocinfo_get_at;
@@ -232,36 +232,44 @@ fn fill(out: &mut [u8], tag: &AllocTag) {
     out[k + offset_of!(Counter, accurate)] = u8::from(tag.is_accurate());
 }
 
-/// One open file's walk.
-///
-/// # Invariants
-///
-/// `lock` is initialised at open; `next`, `positioned` and `criteria` are
-/// only used with it held.
-#[repr(C)]
-pub(super) struct State {
-    lock: Opaque<bindings::mutex>,
+/// Where one open file's walk is.
+struct Walk {
     next: usize,
     positioned: bool,
     criteria: Criteria,
 }
 
-/// Bytes of per-open state, for `seq_open_private()`.
-pub(super) const STATE_SIZE: usize = size_of::<State>();
+/// One open file's state: its walk, under its own lock.
+///
+/// # Invariants
+///
+/// Only [`state_init`] makes one (from zeroed memory), so `lock` is an
+/// initialised mutex; `walk` is only used with `lock` held.
+#[repr(C)]
+pub(super) struct State {
+    lock: Opaque<bindings::mutex>,
+    walk: UnsafeCell<Walk>,
+}
+
+// SAFETY: `walk` is only used with `lock` held (invariant).
+unsafe impl Sync for State {}
 
 /// Sets up the state of a new open file.
 ///
 /// # Safety
 ///
-/// `state` points to `STATE_SIZE` zeroed bytes, suitably aligned (the
+/// `state` points to zeroed memory of a `State`'s size and alignment (the
 /// seq_file's private area), not yet used by anyone.
-pub(super) unsafe fn state_init(state: *mut c_void) {
-    let state = state.cast::<State>();
+pub(super) unsafe fn state_init(state: *mut State) {
     // SAFETY: valid, exclusive (caller); all-zero is a valid `usize`, `bool`
     // and `Criteria`. The mutex is initialised before any use; its class key
     // is static.
     unsafe {
-        core::ptr::addr_of_mut!((*state).criteria).write(Criteria::ALL);
+        core::ptr::addr_of_mut!((*state).walk).write(UnsafeCell::new(Walk {
+            next: 0,
+            positioned: false,
+            criteria: Criteria::ALL,
+        }));
         bindings::__mutex_init(
             (*state).lock.get(),
             c"allocinfo_ioctl".as_ptr().cast(),
@@ -270,27 +278,27 @@ pub(super) unsafe fn state_init(state: *mut c_void) {
     }
 }
 
-/// `state`'s lock, held.
-struct Locked<'a>(&'a mut State);
+/// A file's walk, its lock held.
+struct Locked<'a> {
+    state: &'a State,
+    walk: &'a mut Walk,
+}
 
 impl<'a> Locked<'a> {
-    /// # Safety
-    ///
-    /// `state` is an open file's state set up by [`state_init`], valid while
-    /// the returned guard lives.
-    unsafe fn new(state: *mut State) -> Locked<'a> {
-        // SAFETY: initialised at open (caller), so the mutex is usable.
-        unsafe { bindings::mutex_lock((*state).lock.get()) };
-        // SAFETY: held from here until drop, so no other call of this file
-        // touches the state meanwhile.
-        Locked(unsafe { &mut *state })
+    fn new(state: &'a State) -> Locked<'a> {
+        // SAFETY: an initialised mutex (type invariant).
+        unsafe { bindings::mutex_lock(state.lock.get()) };
+        // SAFETY: the lock is held from here until drop, so no other call of
+        // this file touches the walk meanwhile.
+        let walk = unsafe { &mut *state.walk.get() };
+        Locked { state, walk }
     }
 }
 
 impl Drop for Locked<'_> {
     fn drop(&mut self) {
         // SAFETY: locked since `new`.
-        unsafe { bindings::mutex_unlock(self.0.lock.get()) };
+        unsafe { bindings::mutex_unlock(self.state.lock.get()) };
     }
 }
 
@@ -313,21 +321,20 @@ fn find<'g>(
     None
 }
 
-fn get_at(state: *mut State, arg: usize) -> Result<(), Error> {
+fn get_at(state: &State, arg: usize) -> Result<(), Error> {
     let req: GetAt = UserSlice::new(arg, size_of::<GetAt>()).reader().read()?;
     let criteria = Criteria::parse(&req.filter)?;
     let pos = req.pos;
-    // SAFETY: the open file's state (caller).
-    let st = unsafe { Locked::new(state) };
+    let st = Locked::new(state);
     let guard = registry::read().ok_or(ENOENT)?;
     if pos >= guard.len() as u64 {
         return Err(ENOENT);
     }
     let (idx, tag) = find(&guard, 0, &criteria, pos).ok_or(ENOENT)?;
     // Found: only now does the walk take the new filter and position.
-    st.0.criteria = criteria;
-    st.0.next = idx + 1;
-    st.0.positioned = true;
+    st.walk.criteria = criteria;
+    st.walk.next = idx + 1;
+    st.walk.positioned = true;
     let mut buf = [0u8; size_of::<TagData>()];
     fill(&mut buf, tag);
     drop(guard);
@@ -337,18 +344,17 @@ fn get_at(state: *mut State, arg: usize) -> Result<(), Error> {
     UserSlice::new(reply, buf.len()).writer().write_slice(&buf)
 }
 
-fn get_next(state: *mut State, arg: usize) -> Result<(), Error> {
+fn get_next(state: &State, arg: usize) -> Result<(), Error> {
     let mut buf = [0u8; size_of::<TagData>()];
-    // SAFETY: the open file's state (caller).
-    let st = unsafe { Locked::new(state) };
-    let from = if st.0.positioned { st.0.next } else { 0 };
+    let st = Locked::new(state);
+    let from = if st.walk.positioned { st.walk.next } else { 0 };
     let guard = registry::read().ok_or(ENOENT)?;
-    let Some((idx, tag)) = find(&guard, from, &st.0.criteria, 0) else {
-        st.0.positioned = false;
+    let Some((idx, tag)) = find(&guard, from, &st.walk.criteria, 0) else {
+        st.walk.positioned = false;
         return Err(ENOENT);
     };
-    st.0.next = idx + 1;
-    st.0.positioned = true;
+    st.walk.next = idx + 1;
+    st.walk.positioned = true;
     fill(&mut buf, tag);
     drop(guard);
     drop(st);
@@ -360,48 +366,13 @@ fn content_id(arg: usize) -> Result<(), Error> {
     UserSlice::new(arg, id.len()).writer().write_slice(&id)
 }
 
-/// `proc_ops::proc_ioctl` (and `proc_compat_ioctl`: the layout is the same
-/// for 32-bit callers, and `arg` is zero-extended, as `compat_ptr()` does).
-///
-/// # Safety
-///
-/// Called by procfs for an open `/proc/allocinfo`, whose `private_data` is
-/// the seq_file set up by its `open`.
-pub(super) unsafe extern "C" fn allocinfo_ioctl(
-    file: *mut bindings::file,
-    cmd: c_uint,
-    arg: c_ulong,
-) -> c_long {
-    // SAFETY: an open `/proc/allocinfo` (caller): its `private_data` is its
-    // seq_file, whose `private` is this file's `State`.
-    let state = unsafe {
-        (*(*file).private_data.cast::<bindings::seq_file>())
-            .private
-            .cast()
-    };
-    let r = match cmd {
+/// One ioctl on an open `/proc/allocinfo` (the compat ioctl too: the
+/// layout is the same for 32-bit callers).
+pub(super) fn dispatch(state: &State, cmd: u32, arg: usize) -> Result<(), Error> {
+    match cmd {
         IOC_CONTENT_ID => content_id(arg),
         IOC_GET_AT => get_at(state, arg),
         IOC_GET_NEXT => get_next(state, arg),
         _ => Err(ENOTTY),
-    };
-    match r {
-        Ok(()) => 0,
-        Err(e) => e.to_errno() as c_long,
     }
-}
-
-#[cfg(CONFIG_COMPAT)]
-/// `proc_ops::proc_compat_ioctl`.
-///
-/// # Safety
-///
-/// As [`allocinfo_ioctl`].
-pub(super) unsafe extern "C" fn allocinfo_compat_ioctl(
-    file: *mut bindings::file,
-    cmd: c_uint,
-    arg: c_ulong,
-) -> c_long {
-    // SAFETY: as the caller's; a compat pointer is the zero-extended value.
-    unsafe { allocinfo_ioctl(file, cmd, arg & 0xffff_ffff) }
 }

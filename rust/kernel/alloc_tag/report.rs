@@ -25,10 +25,8 @@
 use super::{ioctl, registry, tag::AllocTag};
 use crate::{
     bindings,
-    error::code::ENOMEM,
-    ffi::c_int,
-    seq_file::{SeqFile, SeqOperations, SeqOpsTable},
-    types::Opaque,
+    error::Result,
+    seq_file::{ProcOpsTable, SeqFile, SeqOperations, SeqOpsTable, SeqProcFile},
 };
 use core::ptr::NonNull;
 
@@ -206,48 +204,32 @@ fn tag_from(pos: &mut i64) -> Option<NonNull<AllocTag>> {
 
 static ALLOCINFO_OPS: SeqOpsTable<Allocinfo> = SeqOpsTable::new();
 
-/// `proc_ops::proc_open`: a seq_file over the tags, with this file's ioctl
-/// state as its private data.
-///
-/// # Safety
-///
-/// Called by procfs to open `/proc/allocinfo`.
-unsafe extern "C" fn allocinfo_open(
-    _inode: *mut bindings::inode,
-    file: *mut bindings::file,
-) -> c_int {
-    // Free what unloaded modules left once it is drained, outside any hold.
-    registry::reclaim();
-    // SAFETY: `file` is being opened (caller); the ops are static.
-    let state = unsafe {
-        bindings::__seq_open_private(file, ALLOCINFO_OPS.as_ptr(), ioctl::STATE_SIZE as c_int)
-    };
-    if state.is_null() {
-        return ENOMEM.to_errno();
+// SAFETY: `ioctl::state_init()` makes the zeroed state valid, and the state
+// (a mutex and plain data) needs no drop.
+unsafe impl SeqProcFile for Allocinfo {
+    type State = ioctl::State;
+
+    const SEQ_OPS: &'static SeqOpsTable<Self> = &ALLOCINFO_OPS;
+
+    fn before_open() {
+        // Free what unloaded modules left once it is drained, outside any
+        // hold.
+        registry::reclaim();
     }
-    // SAFETY: `__seq_open_private()` returns a zeroed, kmalloc-aligned area
-    // of the size asked for, used by no one yet.
-    unsafe { ioctl::state_init(state) };
-    0
+
+    unsafe fn init(state: *mut ioctl::State) {
+        // SAFETY: zeroed, of a `State`'s size and alignment, unused (the
+        // caller's).
+        unsafe { ioctl::state_init(state) };
+    }
+
+    fn ioctl(state: &ioctl::State, cmd: u32, arg: usize) -> Result {
+        ioctl::dispatch(state, cmd, arg)
+    }
 }
 
-#[repr(transparent)]
-struct ProcOps(Opaque<bindings::proc_ops>);
-
-// SAFETY: never written after build.
-unsafe impl Sync for ProcOps {}
-
-static ALLOCINFO_PROC_OPS: ProcOps = ProcOps(Opaque::new(bindings::proc_ops {
-    proc_open: Some(allocinfo_open),
-    proc_read_iter: Some(bindings::seq_read_iter),
-    proc_lseek: Some(bindings::seq_lseek),
-    proc_release: Some(bindings::seq_release_private),
-    proc_ioctl: Some(ioctl::allocinfo_ioctl),
-    #[cfg(CONFIG_COMPAT)]
-    proc_compat_ioctl: Some(ioctl::allocinfo_compat_ioctl),
-    // SAFETY: all-zero is a valid `proc_ops`: no flags, no other callbacks.
-    ..unsafe { core::mem::zeroed() }
-}));
+/// `/proc/allocinfo`: the text of the tags, and the ioctls.
+static ALLOCINFO_PROC_OPS: ProcOpsTable<Allocinfo> = ProcOpsTable::new();
 
 pub(super) fn procfs_init() {
     // SAFETY: the ops are static; the name is a static string.
@@ -256,7 +238,7 @@ pub(super) fn procfs_init() {
             c"allocinfo".as_ptr().cast(),
             0o400,
             core::ptr::null_mut(),
-            ALLOCINFO_PROC_OPS.0.get(),
+            ALLOCINFO_PROC_OPS.as_ptr(),
         )
     };
     if entry.is_null() {
