@@ -387,3 +387,87 @@ impl<T: SeqProcFile> ProcOpsTable<T> {
         unsafe { Self::ioctl(file, cmd, arg & 0xffff_ffff) }
     }
 }
+
+/// A file whose reads are one [`SingleShow`] and whose writes are commands:
+/// each `write(2)` is handed over whole. [`SingleFileOps`] builds its
+/// `file_operations`.
+pub trait SingleFile: SingleShow + 'static {
+    /// One write of `len` bytes from `data`, taken whole or refused.
+    fn write(data: crate::uaccess::UserSliceReader, len: usize) -> crate::error::Result;
+}
+
+/// The `file_operations` of the [`SingleFile`] `T`.
+///
+/// # Invariants
+///
+/// Never written after it is built.
+#[repr(transparent)]
+pub struct SingleFileOps<T>(
+    Opaque<bindings::file_operations>,
+    core::marker::PhantomData<T>,
+);
+
+// SAFETY: never written after it is built (invariant); `T` holds no data.
+unsafe impl<T> Sync for SingleFileOps<T> {}
+
+impl<T: SingleFile> Default for SingleFileOps<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: SingleFile> SingleFileOps<T> {
+    /// The table, for a built-in file (no owner).
+    pub const fn new() -> Self {
+        Self(
+            Opaque::new(bindings::file_operations {
+                open: Some(Self::open),
+                read: Some(bindings::seq_read),
+                llseek: Some(bindings::seq_lseek),
+                release: Some(bindings::single_release),
+                write: Some(Self::write),
+                // SAFETY: all-zero is valid for the other members (no
+                // callbacks, no owner).
+                ..unsafe { core::mem::zeroed() }
+            }),
+            core::marker::PhantomData,
+        )
+    }
+
+    /// The C table, for `debugfs_create_file()` and friends.
+    #[inline]
+    pub fn as_ptr(&self) -> *const bindings::file_operations {
+        self.0.get()
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS to open the file.
+    unsafe extern "C" fn open(
+        _inode: *mut bindings::inode,
+        file: *mut bindings::file,
+    ) -> crate::ffi::c_int {
+        // SAFETY: `file` is being opened (caller); the show callback is
+        // `T`'s, with no private data.
+        unsafe { bindings::single_open(file, Some(single_show::<T>()), core::ptr::null_mut()) }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS with a user buffer of `len` bytes.
+    unsafe extern "C" fn write(
+        _file: *mut bindings::file,
+        buf: *const crate::ffi::c_char,
+        len: usize,
+        _pos: *mut bindings::loff_t,
+    ) -> isize {
+        let Ok(n) = isize::try_from(len) else {
+            return crate::error::code::EINVAL.to_errno() as isize;
+        };
+        let data = crate::uaccess::UserSlice::new(buf as usize, len).reader();
+        match T::write(data, len) {
+            Ok(()) => n,
+            Err(e) => e.to_errno() as isize,
+        }
+    }
+}

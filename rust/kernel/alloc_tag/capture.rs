@@ -50,9 +50,8 @@ use crate::{
     bindings,
     error::{code::*, Result},
     prelude::*,
-    seq_file::{single_show, SeqFile, SingleShow},
-    types::Opaque,
-    uaccess::UserSlice,
+    seq_file::{SeqFile, SingleFile, SingleFileOps, SingleShow},
+    uaccess::UserSliceReader,
 };
 use core::{
     cell::UnsafeCell,
@@ -827,45 +826,20 @@ impl Write for Line {
     }
 }
 
-/// `file_operations::open`.
-///
-/// # Safety
-///
-/// Called by the VFS to open our file.
-unsafe extern "C" fn capture_open(
-    _inode: *mut bindings::inode,
-    file: *mut bindings::file,
-) -> c_int {
-    // SAFETY: `file` is being opened (caller).
-    unsafe { bindings::single_open(file, Some(single_show::<Report>()), null_mut()) }
-}
-
-/// `file_operations::write`: one command per write.
-///
-/// # Safety
-///
-/// Called by the VFS with a user buffer of `len` bytes.
-unsafe extern "C" fn capture_write(
-    _file: *mut bindings::file,
-    buf: *const c_char,
-    len: usize,
-    _pos: *mut bindings::loff_t,
-) -> isize {
-    match command(buf, len) {
-        Ok(()) => len as isize,
-        Err(e) => e.to_errno() as isize,
+impl SingleFile for Report {
+    /// One command per write.
+    fn write(data: UserSliceReader, len: usize) -> Result {
+        command(data, len)
     }
 }
 
 /// Runs one command: `arm SPEC`, `disarm SPEC` or `disarm all`.
-fn command(buf: *const c_char, len: usize) -> Result {
+fn command(mut data: UserSliceReader, len: usize) -> Result {
     let mut text = [0u8; 256];
     if len == 0 || len >= text.len() {
         return Err(EINVAL);
     }
-    UserSlice::new(buf as usize, len)
-        .reader()
-        .read_slice(&mut text[..len])?;
+    data.read_slice(&mut text[..len])?;
     run(&text[..len])
 }
 
@@ -917,25 +891,10 @@ pub unsafe extern "C" fn alloc_tag_capture_command(cmd: *const c_char) -> c_int 
     }
 }
 
-#[repr(transparent)]
-struct FileOps(Opaque<bindings::file_operations>);
-
-// SAFETY: never written after build.
-unsafe impl Sync for FileOps {}
-
-static CAPTURE_FOPS: FileOps = FileOps(Opaque::new(bindings::file_operations {
-    open: Some(capture_open),
-    read: Some(bindings::seq_read),
-    llseek: Some(bindings::seq_lseek),
-    release: Some(bindings::single_release),
-    write: Some(capture_write),
-    // SAFETY: all-zero is valid for the other members (no callbacks, no
-    // owner: built in).
-    ..unsafe { core::mem::zeroed() }
-}));
+static CAPTURE_FOPS: SingleFileOps<Report> = SingleFileOps::new();
 
 /// Creates the control and report file (the profiler's initcall).
 pub(crate) fn init() {
     // SAFETY: static operations; debugfs is up at subsys initcalls.
-    unsafe { bindings::alloc_tag_capture_debugfs(CAPTURE_FOPS.0.get()) };
+    unsafe { bindings::alloc_tag_capture_debugfs(CAPTURE_FOPS.as_ptr()) };
 }
