@@ -355,7 +355,8 @@ impl WriteGuard {
     /// # Safety
     ///
     /// `idx` is a module segment (not vmlinux's, not a block of Rust
-    /// sites, whose memory is never freed).
+    /// sites, whose memory is never freed) that was never live or is
+    /// drained.
     unsafe fn remove(&mut self, idx: usize) -> Option<Removed> {
         let mods = self.modules();
         let len = mods.len();
@@ -368,7 +369,8 @@ impl WriteGuard {
         // one, so the first `len - 1` are initialised, and `Segment` is
         // `Copy`.
         unsafe { mods.set_len(len - 1) };
-        // INVARIANT: out of the registry just now; a module's (caller).
+        // INVARIANT: out of the registry just now; a module's, never live or
+        // drained (caller).
         Some(Removed(seg))
     }
 }
@@ -606,7 +608,7 @@ fn detach(w: &mut WriteGuard, idx: usize) -> Option<Removed> {
     let mut seg = w.modules()[idx];
     CONTENT_ID.fetch_add(1, Ordering::Release);
     if seg.drained() {
-        // SAFETY: a module's segment (callers).
+        // SAFETY: a module's segment (callers), drained.
         return unsafe { w.remove(idx) };
     }
     for i in 0..seg.len {
@@ -667,7 +669,7 @@ pub fn reclaim() {
             while idx < w.modules().len() && n < BATCH {
                 let seg = w.modules()[idx];
                 if seg.state == SegmentState::Detached && seg.drained() {
-                    // SAFETY: a detached segment is a module's.
+                    // SAFETY: a detached segment is a module's; drained.
                     batch[n] = unsafe { w.remove(idx) };
                     CONTENT_ID.fetch_add(1, Ordering::Release);
                     n += 1;
@@ -882,7 +884,7 @@ pub(crate) fn drop_module(module: *mut bindings::module) {
         return;
     };
     let gone = if w.modules()[idx].state == SegmentState::Placed {
-        // SAFETY: a module's segment.
+        // SAFETY: a module's segment, placed: never live.
         unsafe { w.remove(idx) }
     } else {
         detach(&mut w, idx)
