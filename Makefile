@@ -77,7 +77,7 @@ comma    := ,
 export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SUFFIX
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
-	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series bench test-debug \
+	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench test-debug \
 	test-configs where
 
 all: run
@@ -161,6 +161,10 @@ bench: setup pristine
 # The whole change as a git format-patch series against pristine 6.12.118.
 series: tree
 	@$(PHASE) series $(H)/series.sh
+
+# Whether every prefix of that series builds (long: see harness/series-check.sh).
+series-check: series
+	@$(PHASE) series-check env FRAGS="$(FRAGS)" JOBS=$(JOBS) $(H)/series-check.sh
 
 # Format the repo's own kernel Rust files (never the cached kernel tree).
 rustfmt: pristine

@@ -84,6 +84,8 @@ grep -v '^\s*#' "$REPO/patches/series" | grep -v '^\s*$' | while read -r p; do
 	0001-lib-build-the-alloc_tag-core-from-Rust.patch)
 		cp "$REPO/Kconfig" "$G/lib/Kconfig.alloc_tag"
 		cp "$REPO/lib/alloc_tag_keys.c" "$G/lib/" ;;
+	0006-kbuild-check-alloc_tag-capacity-after-linking-vmlinux.patch)
+		cp "$REPO/scripts/alloc_tag_check.sh" "$G/scripts/" ;;
 	0011-lib-test-hook-requesting-a-module-before-the-profiler-initcall.patch)
 		cp "$REPO/lib/test_alloc_tag_early.c" "$G/lib/" ;;
 	*) continue ;;
@@ -127,13 +129,18 @@ git am -q $(ls "$out"/*.patch | grep -v '/0000-cover-letter.patch$')
 	{ echo "series: git am result differs from the series" >&2; exit 1; }
 echo "series: applies with git am to pristine 6.12"
 
-# 2. Is what make builds and tests.
+# 2. Is what make builds and tests: every file the series changes and every
+# file the tested tree overlays (prepare-tree.sh's manifest) is the same in
+# both, so a new file the series leaves out is caught too.
+manifest=$(dirname "$SRC")/overlay.manifest
+[ -f "$manifest" ] || { echo "series: no overlay manifest at $manifest" >&2; exit 1; }
 diffs=0
+files=$( { git diff --name-only pristine series; cat "$manifest"; } | sort -u)
 while read -r f; do
 	cmp -s "$G/$f" "$SRC/$f" || { echo "series: $f differs from the tested tree" >&2; diffs=$((diffs + 1)); }
-done < <(git diff --name-only pristine series)
+done <<< "$files"
 [ $diffs -eq 0 ] || exit 1
-echo "series: identical to the BASE=rust tree make builds ($(git diff --name-only pristine series | wc -l) files)"
+echo "series: identical to the BASE=rust tree make builds ($(wc -l <<< "$files") files)"
 
 # 3. checkpatch.
 bad=0

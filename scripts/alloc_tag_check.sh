@@ -111,7 +111,7 @@ hexdiff() {
 # hex=the value of symbol $1, checked to be a hex number of 64 bits.
 lookup() {
 	hex=$(sym_hex "$1")
-	[ -n "$hex" ] || err "$vmlinux has no symbol $1 (not built with CONFIG_MEM_ALLOC_PROFILING and the Rust core?)"
+	[ -n "$hex" ] || err "$vmlinux has no symbol $1 (no MEM_ALLOC_PROFILING, or no Rust core?)"
 	case $hex in
 	*[!0-9a-fA-F]*) err "bad value '$hex' of $1" ;;
 	esac
