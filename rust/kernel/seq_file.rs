@@ -124,19 +124,33 @@ pub unsafe trait SeqOperations {
     fn show(m: &SeqFile, record: &Self::Record);
 }
 
-/// A `seq_operations` table calling `T`'s callbacks.
+/// A C operations table (`C`: `seq_operations`, `proc_ops`,
+/// `file_operations`) whose callbacks call `T`'s, built at compile time.
 ///
 /// # Invariants
 ///
 /// Never written after it is built.
 #[repr(transparent)]
-pub struct SeqOpsTable<T>(
-    Opaque<bindings::seq_operations>,
-    core::marker::PhantomData<T>,
-);
+pub struct OpsTable<C, T>(Opaque<C>, core::marker::PhantomData<T>);
 
 // SAFETY: never written after it is built (invariant); `T` holds no data.
-unsafe impl<T> Sync for SeqOpsTable<T> {}
+unsafe impl<C, T> Sync for OpsTable<C, T> {}
+
+impl<C, T> OpsTable<C, T> {
+    const fn from_table(table: C) -> Self {
+        Self(Opaque::new(table), core::marker::PhantomData)
+    }
+
+    /// The C table, for `seq_open()`, `proc_create()`, `debugfs_create_file()`
+    /// and friends.
+    #[inline]
+    pub fn as_ptr(&self) -> *const C {
+        self.0.get()
+    }
+}
+
+/// The `seq_operations` of `T`.
+pub type SeqOpsTable<T> = OpsTable<bindings::seq_operations, T>;
 
 impl<T: SeqOperations> Default for SeqOpsTable<T> {
     fn default() -> Self {
@@ -147,21 +161,12 @@ impl<T: SeqOperations> Default for SeqOpsTable<T> {
 impl<T: SeqOperations> SeqOpsTable<T> {
     /// The table.
     pub const fn new() -> Self {
-        Self(
-            Opaque::new(bindings::seq_operations {
-                start: Some(Self::start),
-                stop: Some(Self::stop),
-                next: Some(Self::next),
-                show: Some(Self::show),
-            }),
-            core::marker::PhantomData,
-        )
-    }
-
-    /// The C table, for `seq_open()` and friends.
-    #[inline]
-    pub fn as_ptr(&self) -> *const bindings::seq_operations {
-        self.0.get()
+        Self::from_table(bindings::seq_operations {
+            start: Some(Self::start),
+            stop: Some(Self::stop),
+            next: Some(Self::next),
+            show: Some(Self::show),
+        })
     }
 
     /// # Safety
@@ -280,16 +285,8 @@ pub unsafe trait SeqProcFile: SeqOperations + Sized + 'static {
     fn ioctl(state: &Self::State, cmd: u32, arg: usize) -> crate::error::Result;
 }
 
-/// A `proc_ops` table for the [`SeqProcFile`] `T`.
-///
-/// # Invariants
-///
-/// Never written after it is built.
-#[repr(transparent)]
-pub struct ProcOpsTable<T>(Opaque<bindings::proc_ops>, core::marker::PhantomData<T>);
-
-// SAFETY: never written after it is built (invariant); `T` holds no data.
-unsafe impl<T> Sync for ProcOpsTable<T> {}
+/// The `proc_ops` of the [`SeqProcFile`] `T`.
+pub type ProcOpsTable<T> = OpsTable<bindings::proc_ops, T>;
 
 impl<T: SeqProcFile> Default for ProcOpsTable<T> {
     fn default() -> Self {
@@ -302,27 +299,18 @@ impl<T: SeqProcFile> ProcOpsTable<T> {
     pub const fn new() -> Self {
         // `__seq_open_private()` allocates the state with kmalloc().
         assert!(core::mem::align_of::<T::State>() <= bindings::ARCH_SLAB_MINALIGN);
-        Self(
-            Opaque::new(bindings::proc_ops {
-                proc_open: Some(Self::open),
-                proc_read_iter: Some(bindings::seq_read_iter),
-                proc_lseek: Some(bindings::seq_lseek),
-                proc_release: Some(bindings::seq_release_private),
-                proc_ioctl: Some(Self::ioctl),
-                #[cfg(CONFIG_COMPAT)]
-                proc_compat_ioctl: Some(Self::compat_ioctl),
-                // SAFETY: all-zero is a valid `proc_ops`: no flags, no
-                // other callbacks.
-                ..unsafe { core::mem::zeroed() }
-            }),
-            core::marker::PhantomData,
-        )
-    }
-
-    /// The C table, for `proc_create()`.
-    #[inline]
-    pub fn as_ptr(&self) -> *const bindings::proc_ops {
-        self.0.get()
+        Self::from_table(bindings::proc_ops {
+            proc_open: Some(Self::open),
+            proc_read_iter: Some(bindings::seq_read_iter),
+            proc_lseek: Some(bindings::seq_lseek),
+            proc_release: Some(bindings::seq_release_private),
+            proc_ioctl: Some(Self::ioctl),
+            #[cfg(CONFIG_COMPAT)]
+            proc_compat_ioctl: Some(Self::compat_ioctl),
+            // SAFETY: all-zero is a valid `proc_ops`: no flags, no other
+            // callbacks.
+            ..unsafe { core::mem::zeroed() }
+        })
     }
 
     /// # Safety
@@ -396,19 +384,9 @@ pub trait SingleFile: SingleShow + 'static {
     fn write(data: crate::uaccess::UserSliceReader, len: usize) -> crate::error::Result;
 }
 
-/// The `file_operations` of the [`SingleFile`] `T`.
-///
-/// # Invariants
-///
-/// Never written after it is built.
-#[repr(transparent)]
-pub struct SingleFileOps<T>(
-    Opaque<bindings::file_operations>,
-    core::marker::PhantomData<T>,
-);
-
-// SAFETY: never written after it is built (invariant); `T` holds no data.
-unsafe impl<T> Sync for SingleFileOps<T> {}
+/// The `file_operations` of the [`SingleFile`] `T`, for a built-in file
+/// (no owner).
+pub type SingleFileOps<T> = OpsTable<bindings::file_operations, T>;
 
 impl<T: SingleFile> Default for SingleFileOps<T> {
     fn default() -> Self {
@@ -417,27 +395,18 @@ impl<T: SingleFile> Default for SingleFileOps<T> {
 }
 
 impl<T: SingleFile> SingleFileOps<T> {
-    /// The table, for a built-in file (no owner).
+    /// The table.
     pub const fn new() -> Self {
-        Self(
-            Opaque::new(bindings::file_operations {
-                open: Some(Self::open),
-                read: Some(bindings::seq_read),
-                llseek: Some(bindings::seq_lseek),
-                release: Some(bindings::single_release),
-                write: Some(Self::write),
-                // SAFETY: all-zero is valid for the other members (no
-                // callbacks, no owner).
-                ..unsafe { core::mem::zeroed() }
-            }),
-            core::marker::PhantomData,
-        )
-    }
-
-    /// The C table, for `debugfs_create_file()` and friends.
-    #[inline]
-    pub fn as_ptr(&self) -> *const bindings::file_operations {
-        self.0.get()
+        Self::from_table(bindings::file_operations {
+            open: Some(Self::open),
+            read: Some(bindings::seq_read),
+            llseek: Some(bindings::seq_lseek),
+            release: Some(bindings::single_release),
+            write: Some(Self::write),
+            // SAFETY: all-zero is valid for the other members (no
+            // callbacks, no owner).
+            ..unsafe { core::mem::zeroed() }
+        })
     }
 
     /// # Safety
