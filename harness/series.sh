@@ -8,6 +8,7 @@
 # Output: $CACHE_DIR/series/patches/*.patch
 set -euo pipefail
 : "${CACHE_DIR:?}" "${REPO:?}" "${SRC:?}"
+STEPS=$REPO/harness/series
 PRISTINE=$CACHE_DIR/src/linux-source-6.12
 S=$CACHE_DIR/series
 G=$S/linux
@@ -33,71 +34,98 @@ git clean -q -fdx
 git branch -q -f series pristine
 git checkout -q series
 
-# commit SUBJECT BODY PATH... : copy these repo paths to their kernel paths.
-commit() {
-	local subject=$1 body=$2
-	shift 2
-	local p
-	for p in "$@"; do
-		(cd "$REPO" && command git ls-files -- "$p") | while read -r f; do
-			mkdir -p "$G/$(dirname "$f")"
-			cp "$REPO/$f" "$G/$f"
-		done
+# The series is defined by harness/series/NN-name.step, in order.  A step
+# file is the commit message (subject, blank line, body), a line "---", then
+# its items: "file PATH" (a repo file or folder, copied to its kernel path;
+# the repo's Kconfig is lib/Kconfig.alloc_tag) and "patch NAME" (one of
+# patches/, applied).  A step whose first line is "@patch NAME" takes that
+# patch's message and applies it; more items may follow.
+#
+# The tree after step K is pristine 6.12 with the items of steps 1..K laid on
+# it in order, then NN-name.delta of step K if there is one: a patch that
+# takes out of the files laid so far what later steps bring (a later step's
+# lines in a file an earlier step adds), or adds what this step needs of a
+# file whose item comes later.  The last step has no delta: the whole series
+# is the tested tree.
+steps=$(ls "$STEPS"/[0-9][0-9]-*.step)
+step_items() {
+	awk 'NR == 1 && /^@patch / {print "patch " $2; f = 1; next}
+		f && NF {print} /^---$/ {f = 1}' "$1"
+}
+step_message() {
+	local first
+	first=$(head -n 1 "$1")
+	if [[ $first == "@patch "* ]]; then
+		local p=$REPO/patches/${first#@patch }
+		sed -n 's/^Subject: \[PATCH\] //p' "$p" | head -n 1
+		echo
+		awk 'f && /^---$/ {exit} f {print} /^Subject:/ {f = 1}' "$p" | sed '1{/^$/d}'
+	else
+		sed '/^---$/,$d' "$1"
+	fi
+}
+lay_item() {
+	local kind=$1 path=$2 f
+	case $kind in
+	file)
+		[ -e "$REPO/$path" ] || { echo "series: no $path in the repo" >&2; return 1; }
+		(cd "$REPO" && command git ls-files -- "$path") | while read -r f; do
+			local dest=$f
+			[ "$f" = Kconfig ] && dest=lib/Kconfig.alloc_tag
+			mkdir -p "$G/$(dirname "$dest")"
+			cp "$REPO/$f" "$G/$dest"
+		done ;;
+	patch)
+		patch -s -p1 -d "$G" --no-backup-if-mismatch -f < "$REPO/patches/$path" ||
+			{ echo "series: patches/$path does not apply" >&2; return 1; } ;;
+	*) echo "series: unknown item \"$kind $path\"" >&2; return 1 ;;
+	esac
+}
+# lay K: the worktree becomes pristine plus the items of steps 1..K (no delta).
+lay() {
+	local k=$1 i=0 s kind path
+	git read-tree --reset -u pristine
+	git clean -q -fdx
+	for s in $steps; do
+		i=$((i + 1))
+		[ $i -le "$k" ] || break
+		while read -r kind path; do
+			lay_item "$kind" "$path" || return 1
+		done < <(step_items "$s")
 	done
+}
+nsteps=$(wc -w <<< "$steps")
+# Every patch of patches/series is an item of exactly one step.
+for p in $(grep -v '^\s*#' "$REPO/patches/series" | grep -v '^\s*$'); do
+	n=$(cat $steps | grep -Ec "^(@?patch) $p\$" || true)
+	[ "$n" = 1 ] || { echo "series: patches/$p is an item of $n steps" >&2; exit 1; }
+done
+k=0
+for s in $steps; do
+	k=$((k + 1))
+	lay $k
+	delta=${s%.step}.delta
+	if [ "${SERIES_STOP:-0}" = $k ]; then
+		# Authoring: the items of 1..K committed as "base", the delta (if
+		# any) applied on top, uncommitted; edit, then git diff > delta.
+		git add -A -f
+		git commit -q -m "base of step $k (items only)"
+		[ -f "$delta" ] && patch -s -p1 -d "$G" --no-backup-if-mismatch < "$delta"
+		echo "series: stopped at step $k in $G: the delta is the worktree's diff to HEAD"
+		exit 0
+	fi
+	if [ -f "$delta" ]; then
+		[ $k -lt "$nsteps" ] || { echo "series: the last step has a delta" >&2; exit 1; }
+		patch -s -p1 -d "$G" --no-backup-if-mismatch -f < "$delta" ||
+			{ echo "series: $(basename "$delta") does not apply" >&2; exit 1; }
+	fi
 	git add -A -f
 	if git diff --cached --quiet; then
-		echo "series: nothing for \"$subject\" yet; left out"
-		return 0
+		echo "series: step $(basename "$s") changes nothing" >&2
+		exit 1
 	fi
-	git commit -q -m "$subject" -m "$body"
-}
-
-# apply PATCHFILE: one of patches/*.patch as its own commit.
-apply() {
-	local p=$1 subject body
-	subject=$(sed -n 's/^Subject: \[PATCH\] //p' "$p" | head -n 1)
-	body=$(awk 'f && /^---$/ {exit} f {print} /^Subject:/ {f = 1}' "$p" | sed '1{/^$/d}')
-	patch -s -p1 -d "$G" --no-backup-if-mismatch < "$p"
-	git add -A -f
-	git commit -q -m "$subject" -m "$body"
-}
-
-commit "alloc_tag: headers for a Rust core" \
-"alloc_tag.h, codetag.h and pgalloc_tag.h keep the layouts, the call-site
-macros and the static-key tests; everything else becomes a declaration of
-an entry point the Rust core defines. uapi/linux/alloc_tag.h is the binary
-interface of /proc/allocinfo (the ALLOCINFO_IOC_* ioctls)." include/linux include/uapi
-commit "rust: per-CPU access, seq_file writer and alloc_tag helpers" \
-"percpu.rs: __percpu pointers, a gs-relative add on x86_64 (no preemption
-toggling), sums over possible CPUs. seq_file.rs: writing records from
-Rust. rust/helpers/alloc_tag.c: the macros and inlines the core calls." \
-	rust/kernel/percpu.rs rust/kernel/seq_file.rs rust/helpers/alloc_tag.c
-commit "rust: alloc_tag core" \
-"Tag references, page tags (page_ext, split, migration swap), the code-tag
-registry with module load/unload, controls (static key, boot parameter,
-sysctl), /proc/allocinfo and show_mem() top users, and a C layout check." \
-	rust/kernel/alloc_tag
-grep -v '^\s*#' "$REPO/patches/series" | grep -v '^\s*$' | while read -r p; do
-	apply "$REPO/patches/$p"
-	# New files that belong with a patch's edits go into its commit.
-	case $p in
-	0001-lib-build-the-alloc_tag-core-from-Rust.patch)
-		cp "$REPO/Kconfig" "$G/lib/Kconfig.alloc_tag"
-		cp "$REPO/lib/alloc_tag_keys.c" "$G/lib/" ;;
-	0006-kbuild-check-alloc_tag-capacity-after-linking-vmlinux.patch)
-		cp "$REPO/scripts/alloc_tag_check.sh" "$G/scripts/" ;;
-	0011-lib-test-hook-requesting-a-module-before-the-profiler-initcall.patch)
-		cp "$REPO/lib/test_alloc_tag_early.c" "$G/lib/" ;;
-	*) continue ;;
-	esac
-	git add -A -f
-	git commit -q --amend --no-edit
+	git commit -q -F <(step_message "$s")
 done
-commit "Documentation/mm: allocation profiling with the Rust core" \
-"Theory, the Rust layout, the controls and the /proc/allocinfo format." Documentation
-commit "selftests/alloc_tag: conformance suite" \
-"Format, exact per-site deltas, sysctl, boot parameter, module unload,
-stress and compaction checks, with test modules at known sites." tools/testing/selftests/alloc_tag
 
 rm -rf "$out"
 git format-patch -q --cover-letter -o "$out" pristine..series
