@@ -100,20 +100,26 @@ for p in $(grep -v '^\s*#' "$REPO/patches/series" | grep -v '^\s*$'); do
 	n=$(cat $steps | grep -Ec "^(@?patch) $p\$" || true)
 	[ "$n" = 1 ] || { echo "series: patches/$p is an item of $n steps" >&2; exit 1; }
 done
+if [ -n "${SERIES_STOP:-}" ]; then
+	# Authoring step K: its items and those before it committed as "base",
+	# its delta (if any) applied on top, uncommitted; edit the worktree,
+	# then git diff > the delta.
+	k=$SERIES_STOP
+	s=$(sed -n "${k}p" <<< "$(tr ' ' '\n' <<< "$steps")")
+	[ -n "$s" ] || { echo "series: SERIES_STOP=$k: no such step" >&2; exit 2; }
+	lay "$k"
+	git add -A -f
+	git commit -q -m "base of step $k (items only)"
+	delta=${s%.step}.delta
+	[ -f "$delta" ] && patch -s -p1 -d "$G" --no-backup-if-mismatch < "$delta"
+	echo "series: stopped at step $k in $G: the delta is the worktree's diff to HEAD"
+	exit 0
+fi
 k=0
 for s in $steps; do
 	k=$((k + 1))
 	lay $k
 	delta=${s%.step}.delta
-	if [ "${SERIES_STOP:-0}" = $k ]; then
-		# Authoring: the items of 1..K committed as "base", the delta (if
-		# any) applied on top, uncommitted; edit, then git diff > delta.
-		git add -A -f
-		git commit -q -m "base of step $k (items only)"
-		[ -f "$delta" ] && patch -s -p1 -d "$G" --no-backup-if-mismatch < "$delta"
-		echo "series: stopped at step $k in $G: the delta is the worktree's diff to HEAD"
-		exit 0
-	fi
 	if [ -f "$delta" ]; then
 		[ $k -lt "$nsteps" ] || { echo "series: the last step has a delta" >&2; exit 1; }
 		patch -s -p1 -d "$G" --no-backup-if-mismatch -f < "$delta" ||

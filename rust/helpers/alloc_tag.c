@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * C macros and static inlines the Rust allocation profiling core calls
- * (rust/kernel/alloc_tag/, rust/kernel/percpu.rs), and capture's static
- * calls.  Each helper wraps exactly one macro or inline; nothing here
- * decides anything.  Only the per-CPU helper is built without
- * CONFIG_MEM_ALLOC_PROFILING: the rest names structures and constants that
- * exist only with it.
+ * (rust/kernel/alloc_tag/), and capture's static calls.  Each helper wraps
+ * exactly one macro or inline; nothing here decides anything.  Built only
+ * with CONFIG_MEM_ALLOC_PROFILING: the helpers name structures and
+ * constants that exist only with it.
  */
 
 #include <linux/alloc_tag.h>
@@ -27,11 +26,6 @@
 #include <linux/stacktrace.h>
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
-
-void rust_helper_this_cpu_add_u64(u64 __percpu *ptr, u64 val)
-{
-	this_cpu_add(*ptr, val);
-}
 
 #ifdef CONFIG_MEM_ALLOC_PROFILING
 
