@@ -3,7 +3,8 @@
 # make host-test, and the first step of make test: the tests that need no
 # kernel.  The serial-log judge (test_ktap.py), the build-time check on
 # synthetic symbol tables (test_alloc_tag_check.sh), no dependency cycle
-# between the Rust core's files (test_check_layers.sh), the harness's lock and
+# between the Rust core's files (test_check_layers.sh), the steps of make
+# series (series-lint.sh, tested by test_series_lint.sh), the harness's lock and
 # target names (test_harness.sh), the allocinfo tool and
 # the parsers' host crate (their host-test.sh).  Prints each one's result
 # line and failures, ALLOCINFO_BIN=<the static allocinfo for the test VM>,
@@ -49,6 +50,16 @@ out=$(bash "$H/test_check_layers.sh" 2>&1)
 echo "$out" | grep -E '^(FAIL|  )' | head -n 20
 echo "$out" | tail -n 1
 count "$out" "host: layers"
+
+out=$(bash "$H/series-lint.sh" 2>&1)
+echo "$out" | grep -E '^(FAIL|  )' | head -n 20
+echo "$out" | tail -n 1
+count "$out" "host: series lint"
+
+out=$(bash "$H/test_series_lint.sh" 2>&1)
+echo "$out" | grep -E '^(FAIL|  )' | head -n 20
+echo "$out" | tail -n 1
+count "$out" "host: series lint tests"
 
 out=$(bash "$H/test_harness.sh" 2>&1)
 echo "$out" | grep -E '^FAIL' | head -n 20

@@ -6,7 +6,9 @@
 # $FRAGS, olddefconfig at each prefix: options a prefix does not know yet
 # are dropped, not an error).  Prints one line per prefix and stops at the
 # first that does not build, with its first errors (KEEP_GOING=1 goes on).
-# PREFIXES=FROM-TO (1-based, inclusive) checks only those.
+# A prefix whose build warns, from rustc or from the compiler on a file the
+# series changes, does not pass either.  PREFIXES=FROM-TO (1-based,
+# inclusive) checks only those.
 #
 # A whole check rebuilds much of the kernel at each prefix that changes a
 # header: expect 3 to 5 minutes per prefix on 2 cores.
@@ -35,6 +37,7 @@ if [ -n "${PREFIXES:-}" ]; then
 fi
 
 mk=(make -s -C "$G" O="$B" LLVM="$LLVM_SUFFIX")
+touched=$(git diff --name-only pristine series)
 bad=0
 mkdir -p "$B"
 for ((i = from; i <= to; i++)); do
@@ -49,12 +52,19 @@ for ((i = from; i <= to; i++)); do
 		"${mk[@]}" -j"${JOBS:-$(nproc)}" bzImage modules
 	} > "$log.$i" 2>&1
 	rc=$?
+	# Warnings: rustc's, and the C compiler's on files the series touches.
+	warns=$( { grep -E '^warning:' "$log.$i" | grep -v 'warnings\? emitted'
+		grep -E ': warning:' "$log.$i" | grep -F -f <(sed 's|^|/|' <<< "$touched") ; } || true)
+	if [ $rc -eq 0 ] && [ -n "$warns" ]; then
+		rc=1
+		echo "$warns" > "$log.$i.warnings"
+	fi
 	if [ $rc -eq 0 ]; then
 		echo "series-check: $i/$n builds ($(( $(date +%s) - t ))s): $subject"
 	else
 		bad=$((bad + 1))
-		echo "series-check: $i/$n does NOT build ($(( $(date +%s) - t ))s): $subject"
-		grep -E 'error|Error' "$log.$i" | head -n 8 | sed 's/^/    /'
+		echo "series-check: $i/$n does NOT build cleanly ($(( $(date +%s) - t ))s): $subject"
+		{ grep -E 'error|Error' "$log.$i" || cat "$log.$i.warnings"; } | head -n 8 | sed 's/^/    /'
 		echo "    full log: $log.$i"
 		[ "${KEEP_GOING:-0}" = 1 ] || break
 	fi

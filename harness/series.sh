@@ -183,8 +183,10 @@ for p in $(ls "$out"/*.patch | grep -v '/0000-cover-letter.patch$'); do
 	# spdxcheck.py finds python3-ply.
 	# --no-signoff: the series awaits its authors' sign-off (the cover
 	# letter says so); none is invented.
+	# GIT_COMMIT_ID: this tree has no mainline history to look up the
+	# commits of Fixes: tags in; they are checked below instead.
 	res=$(cd "$G" && PATH=/usr/bin:$PATH perl scripts/checkpatch.pl --strict -q \
-		--no-signoff --ignore FILE_PATH_CHANGES "$p" 2>&1 || true)
+		--no-signoff --ignore FILE_PATH_CHANGES,GIT_COMMIT_ID "$p" 2>&1 || true)
 	if [ -n "$res" ]; then
 		echo "checkpatch: $(basename "$p"):"
 		echo "$res"
@@ -192,5 +194,17 @@ for p in $(ls "$out"/*.patch | grep -v '/0000-cover-letter.patch$'); do
 	fi
 done
 echo "series: checkpatch --strict: $bad of $(ls "$out" | grep -vc '^0000-') patches with remarks"
+# Fixes: tags name mainline commits listed, with their subjects, in
+# harness/series/upstream-commits.
+fixes=0
+while IFS= read -r line; do
+	fixes=$((fixes + 1))
+	if [[ ! $line =~ ^Fixes:\ ([0-9a-f]{12})\ \(\"(.+)\"\)$ ]] ||
+		! grep -qxF "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}" "$STEPS/upstream-commits"; then
+		echo "series: not a known mainline commit: $line" >&2
+		bad=$((bad + 1))
+	fi
+done < <(cat $(ls "$out"/*.patch | grep -v '/0000-cover-letter.patch$') | grep '^Fixes:')
+echo "series: $fixes Fixes: tags, each a known mainline commit"
 git checkout -q -f series
 [ $bad -eq 0 ]
