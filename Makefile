@@ -164,7 +164,7 @@ bench: setup pristine
 SERIES_BUILD ?= 1
 series: tree
 	@$(PHASE) series $(H)/series.sh
-	@if [ "$(SERIES_BUILD)" != 0 ]; then \
+	@if [ "$(SERIES_BUILD)" != 0 ] && [ -z "$(SERIES_STOP)" ]; then \
 		$(PHASE) series-check env FRAGS="$(FRAGS)" JOBS=$(JOBS) $(H)/series-check.sh; fi
 
 # Only the prefix builds of the series make series last made (PREFIXES=FROM-TO,
