@@ -11,7 +11,10 @@
 # inclusive) checks only those.
 #
 # A whole check rebuilds much of the kernel at each prefix that changes a
-# header: expect 3 to 5 minutes per prefix on 2 cores.
+# header: expect 3 to 5 minutes per prefix on 2 cores.  A prefix whose tree
+# and config inputs passed before (listed in $S/checked-trees) is not built
+# again, so a change to messages or to later steps costs only the prefixes
+# it changes; SERIES_RECHECK=1 builds them all.
 set -uo pipefail
 : "${CACHE_DIR:?}" "${LLVM_SUFFIX:?}" "${FRAGS:?}"
 S=$CACHE_DIR/series
@@ -38,11 +41,22 @@ fi
 
 mk=(make -s -C "$G" O="$B" LLVM="$LLVM_SUFFIX")
 touched=$(git diff --name-only pristine series)
+# What a build depends on besides the tree: the config fragments and the
+# toolchain.
+inputs=$( { cat $FRAGS; echo "$LLVM_SUFFIX"; clang$LLVM_SUFFIX --version | head -n 1; rustc --version; } |
+	sha1sum | cut -c1-12)
+checked=$S/checked-trees
+touch "$checked"
 bad=0
 mkdir -p "$B"
 for ((i = from; i <= to; i++)); do
 	c=${commits[i - 1]}
 	subject=$(git log -1 --format=%s "$c")
+	key="$(git rev-parse "$c^{tree}") $inputs"
+	if [ "${SERIES_RECHECK:-0}" != 1 ] && grep -qxF "$key" "$checked"; then
+		echo "series-check: $i/$n built before (same tree and config): $subject"
+		continue
+	fi
 	git checkout -q -f "$c" || { echo "series-check: cannot check out $c" >&2; exit 1; }
 	t=$(date +%s)
 	{
@@ -61,6 +75,7 @@ for ((i = from; i <= to; i++)); do
 	fi
 	if [ $rc -eq 0 ]; then
 		echo "series-check: $i/$n builds ($(( $(date +%s) - t ))s): $subject"
+		echo "$key" >> "$checked"
 	else
 		bad=$((bad + 1))
 		echo "series-check: $i/$n does NOT build cleanly ($(( $(date +%s) - t ))s): $subject"

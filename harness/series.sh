@@ -183,10 +183,10 @@ for p in $(ls "$out"/*.patch | grep -v '/0000-cover-letter.patch$'); do
 	# spdxcheck.py finds python3-ply.
 	# --no-signoff: the series awaits its authors' sign-off (the cover
 	# letter says so); none is invented.
-	# GIT_COMMIT_ID: this tree has no mainline history to look up the
+	# UNKNOWN_COMMIT_ID: this tree has no mainline history to look up the
 	# commits of Fixes: tags in; they are checked below instead.
 	res=$(cd "$G" && PATH=/usr/bin:$PATH perl scripts/checkpatch.pl --strict -q \
-		--no-signoff --ignore FILE_PATH_CHANGES,GIT_COMMIT_ID "$p" 2>&1 || true)
+		--no-signoff --ignore FILE_PATH_CHANGES,UNKNOWN_COMMIT_ID "$p" 2>&1 || true)
 	if [ -n "$res" ]; then
 		echo "checkpatch: $(basename "$p"):"
 		echo "$res"
