@@ -144,11 +144,16 @@ overhead=$(awk '/^# Production config/ {p = 1} p && /^## Overhead against compil
 		printf "  %-10s %-12s %-12s %-12s %-12s\n", $2, $3, $4, $6, $7}' |
 	sed 's/ *$//')
 bench_commit=$(sed -n 's/^- date: .*; commit \([0-9a-f]*\)$/commit \1/p' "$REPO/bench/RESULTS.md")
-python3 - "$cover" "$REPO/harness/cover-letter.txt" "$overhead" "${bench_commit:-no bench run}" <<'PY'
+# The switch's size: the added lines of the patch that brings the core.
+switch_lines=$(grep -l '^Subject: \[PATCH [0-9]*/[0-9]*\] alloc_tag: a Rust core' "$out"/*.patch |
+	xargs cat | grep -E '^\+' | grep -vc '^+++ ' || true)
+python3 - "$cover" "$REPO/harness/cover-letter.txt" "$overhead" "${bench_commit:-no bench run}" \
+	"$switch_lines" <<'PY'
 import sys
-cover, tmpl, overhead, bench = sys.argv[1:5]
+cover, tmpl, overhead, bench, switch = sys.argv[1:6]
 text = open(cover).read()
 body = open(tmpl).read().replace("@OVERHEAD@", overhead).replace("@BENCH_COMMIT@", bench)
+body = body.replace("@SWITCH_LINES@", f"{int(switch):,}")
 text = text.replace("*** SUBJECT HERE ***", "alloc_tag: allocation profiling with a Rust core")
 text = text.replace("*** BLURB HERE ***", body.rstrip("\n"))
 open(cover, "w").write(text)
