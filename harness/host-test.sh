@@ -36,35 +36,23 @@ tool() {
 	[ $rc -ne 0 ] && [ "$fail" -eq "$before" ] && bad "host: $name exit $rc"
 }
 
-out=$(python3 "$H/test_ktap.py" 2>&1)
-echo "$out" | grep -E '^FAIL' | head -n 20
-echo "$out" | tail -n 1
-count "$out" "host: ktap parser"
+# suite NAME CMD...: a harness test's FAIL lines (and their indented
+# details), its result line, and its counts.
+suite() {
+	local name=$1 out
+	shift
+	out=$("$@" 2>&1)
+	echo "$out" | grep -E '^(FAIL|  )' | head -n 20
+	echo "$out" | tail -n 1
+	count "$out" "host: $name"
+}
 
-out=$(bash "$H/test_alloc_tag_check.sh" 2>&1)
-echo "$out" | grep -E '^FAIL' | head -n 20
-echo "$out" | tail -n 1
-count "$out" "host: alloc_tag_check"
-
-out=$(bash "$H/test_check_layers.sh" 2>&1)
-echo "$out" | grep -E '^(FAIL|  )' | head -n 20
-echo "$out" | tail -n 1
-count "$out" "host: layers"
-
-out=$(bash "$H/series-lint.sh" 2>&1)
-echo "$out" | grep -E '^(FAIL|  )' | head -n 20
-echo "$out" | tail -n 1
-count "$out" "host: series lint"
-
-out=$(bash "$H/test_series_lint.sh" 2>&1)
-echo "$out" | grep -E '^(FAIL|  )' | head -n 20
-echo "$out" | tail -n 1
-count "$out" "host: series lint tests"
-
-out=$(bash "$H/test_harness.sh" 2>&1)
-echo "$out" | grep -E '^FAIL' | head -n 20
-echo "$out" | tail -n 1
-count "$out" "host: harness"
+suite "ktap parser" python3 "$H/test_ktap.py"
+suite alloc_tag_check bash "$H/test_alloc_tag_check.sh"
+suite layers bash "$H/test_check_layers.sh"
+suite "series lint" bash "$H/series-lint.sh"
+suite "series lint tests" bash "$H/test_series_lint.sh"
+suite harness bash "$H/test_harness.sh"
 
 tool tools/allocinfo/host-test.sh "allocinfo tool" '^(FAIL|not ok)|passed, [0-9]+ failed'
 tool tools/testing/alloc_tag_parse/host-test.sh "alloc_tag parsers" \

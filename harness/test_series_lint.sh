@@ -40,7 +40,7 @@ expect "a new core file no step lays" fail "extra.rs: laid by 0 steps"
 
 copy
 s=$(ls "$t/r/harness/series/"*.step | tail -n 1)
-grep '^patch \|^@patch ' "$t/r/harness/series/05-"*.step | head -n 1 | sed 's/^@//' >> "$s"
+grep -h '^patch \|^@patch ' "$t/r/harness/series/"*.step | head -n 1 | sed 's/^@//' >> "$s"
 expect "a patch in two steps" fail "FAIL patches"
 
 copy
