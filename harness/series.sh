@@ -1,9 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # make series: the whole change as a numbered git format-patch series against
-# pristine 6.12.118, checked three ways: it applies with git am to a clean
-# tree, the result is file for file the tree that make builds and tests
-# (BASE=rust), and checkpatch --strict has nothing to say about it.
+# pristine 6.12.118, with a cover letter, checked four ways: it applies with
+# git am to a clean tree, the result is file for file the tree that make
+# builds and tests (BASE=rust), checkpatch --strict has nothing to say about
+# it, and each Fixes: tag names a known mainline commit.  The Makefile then
+# builds every prefix (harness/series-check.sh).
 #
 # Output: $CACHE_DIR/series/patches/*.patch
 set -euo pipefail
