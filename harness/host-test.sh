@@ -3,7 +3,8 @@
 # make host-test, and the first step of make test: the tests that need no
 # kernel.  The serial-log judge (test_ktap.py), the build-time check on
 # synthetic symbol tables (test_alloc_tag_check.sh), no dependency cycle
-# between the Rust core's files (test_check_layers.sh), the steps of make
+# between the Rust core's files (test_check_layers.sh), load_module()'s
+# unwinding as the patches leave it (test_check_unwind.sh), the steps of make
 # series (series-lint.sh, tested by test_series_lint.sh), the harness's lock and
 # target names (test_harness.sh), the allocinfo tool and
 # the parsers' host crate (their host-test.sh).  Prints each one's result
@@ -50,6 +51,7 @@ suite() {
 suite "ktap parser" python3 "$H/test_ktap.py"
 suite alloc_tag_check bash "$H/test_alloc_tag_check.sh"
 suite layers bash "$H/test_check_layers.sh"
+suite unwind bash "$H/test_check_unwind.sh"
 suite "series lint" bash "$H/series-lint.sh"
 suite "series lint tests" bash "$H/test_series_lint.sh"
 suite harness bash "$H/test_harness.sh"

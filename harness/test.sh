@@ -70,6 +70,13 @@ build_checks() {
 			bad "build: $s is not defined by the Rust core (rust/kernel.o) in vmlinux"
 		fi
 	done
+	# The module loader as the patches leave it: no failure skips an undo.
+	local unwind
+	if unwind=$(python3 "$H/check_unwind.py" "$SRC/kernel/module/main.c" 2>&1); then
+		ok
+	else
+		bad "build: load_module() unwinding: $(grep -m1 FAIL <<< "$unwind")"
+	fi
 	# The key every module's alloc_hooks() tests: C's, exported to any module.
 	if nm --defined-only "$OUT/lib/alloc_tag_keys.o" 2>/dev/null |
 			awk '{print $3}' | grep -qx mem_alloc_profiling_key &&
