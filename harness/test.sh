@@ -116,7 +116,7 @@ tagcheck_checks() {
 tightbits_checks() {
 	local log=$W/kernel-build.log
 	if grep -qE '^alloc_tag: [0-9]+ tags, [0-9] free page-flag bits, capacity [0-9]+$' "$log" &&
-		grep -qE '^alloc_tag: [0-9]+ tags plus [0-9]+ module tag ids do not fit in capacity [0-9]+$' "$log"; then
+		grep -qE '^alloc_tag: [0-9]+ tags plus [0-9]+ module tag ids and [0-9]+ Rust site tag ids do not fit in capacity [0-9]+$' "$log"; then
 		ok
 	else
 		bad "build: $target: no alloc_tag_check failure lines in $log"

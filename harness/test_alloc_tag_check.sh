@@ -10,15 +10,17 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 
-# nm output with TAGS tags of SIZE bytes, FREE free bits, MAX, MODS.
+# nm output with TAGS tags of SIZE bytes, FREE free bits, MAX, MODS, and
+# RUST (Rust site ids; no symbol when not given, as in older cores).
 mk() {
-	local tags=$1 size=$2 free=$3 max=$4 mods=$5 f=$tmp/nm.$RANDOM
+	local tags=$1 size=$2 free=$3 max=$4 mods=$5 rust=${6:-}
 	printf '%016x D __start_alloc_tags\n' $((0xffffffff82a0c000))
 	printf '%016x D __stop_alloc_tags\n' $((0xffffffff82a0c000 + tags * size))
 	printf '%016x A __alloc_tag_size\n' "$size"
 	printf '%016x A __alloc_tag_pgflag_bits\n' "$free"
 	printf '%016x A __alloc_tag_index_bits_max\n' "$max"
 	printf '%016x A __alloc_tag_module_ids\n' "$mods"
+	[ -n "$rust" ] && printf '%016x A __alloc_tag_rust_site_ids\n' "$rust"
 	printf '%016x T alloc_tag_add\n' 0xffffffff81000000
 }
 
@@ -42,7 +44,7 @@ expect "the test config" 0 '^alloc_tag: 853 tags, 42 free page-flag bits, capaci
 expect "strict, fits" 0 '^alloc_tag: 853 tags, 42 free page-flag bits, capacity 16777213$' \
 	--strict --nm-output "$tmp/a" vmlinux
 expect "forced 11 bits fit" 0 'capacity 2045$' --strict --bits 11 --nm-output "$tmp/a" vmlinux
-expect "forced 10 bits, not strict" 0 '853 tags plus 1024 module tag ids do not fit in capacity 1021' \
+expect "forced 10 bits, not strict" 0 '853 tags plus 1024 module tag ids and 0 Rust site tag ids do not fit in capacity 1021' \
 	--bits 10 --nm-output "$tmp/a" vmlinux
 expect "forced 10 bits, strict" 1 '^alloc_tag: 853 tags, 10 free page-flag bits, capacity 1021$' \
 	--strict --bits 10 --nm-output "$tmp/a" vmlinux
@@ -57,6 +59,15 @@ expect "N + R = C fits" 0 '^alloc_tag: 3069 tags, 12 free page-flag bits, capaci
 mk 3070 40 12 24 1024 > "$tmp/c"
 expect "N + R = C + 1 does not" 1 '^alloc_tag: 3070 tags, 12 free page-flag bits, capacity 4093$' \
 	--strict --nm-output "$tmp/c" vmlinux
+
+# The Rust site reserve counts too: 2^12 - 3 = 4093 = N + M + R.
+mk 2045 40 12 24 1024 1024 > "$tmp/r1"
+expect "N + M + R = C fits" 0 '^alloc_tag: 2045 tags, 12 free page-flag bits, capacity 4093$' \
+	--strict --nm-output "$tmp/r1" vmlinux
+mk 2046 40 12 24 1024 1024 > "$tmp/r2"
+expect "N + M + R = C + 1 does not" 1 \
+	'^alloc_tag: 2046 tags plus 1024 module tag ids and 1024 Rust site tag ids do not fit in capacity 4093$' \
+	--strict --nm-output "$tmp/r2" vmlinux
 
 # The field is capped at the index width, whatever the free bits.
 mk 100 48 60 24 0 > "$tmp/d"

@@ -11,12 +11,14 @@
 # __stop_alloc_tags) and the absolute symbols the Rust core emits:
 # __alloc_tag_size (bytes per tag), __alloc_tag_pgflag_bits (free
 # page-flag bits of this config), __alloc_tag_index_bits_max (the widest
-# index field) and __alloc_tag_module_ids (indexes reserved for modules).
+# index field), __alloc_tag_module_ids (indexes reserved for modules) and
+# __alloc_tag_rust_site_ids (indexes reserved for Rust call sites; 0 if
+# the symbol is absent).
 #
 # With N tags and F free bits (or --bits F), the index field is
 # W = min(F, index_bits_max) bits wide; indexes 0, 1 and 2 are reserved,
 # so the capacity is C = 2^W - 3 (0 when W < 2).  The tags fit when
-# N + module_ids <= C.  Prints one line:
+# N + module_ids + rust_site_ids <= C.  Prints one line:
 #
 #   alloc_tag: N tags, F free page-flag bits, capacity C
 #
@@ -140,6 +142,11 @@ value __alloc_tag_index_bits_max
 max=$val
 value __alloc_tag_module_ids
 mods=$val
+rust=0
+if [ -n "$(sym_hex __alloc_tag_rust_site_ids)" ]; then
+	value __alloc_tag_rust_site_ids
+	rust=$val
+fi
 
 hexdiff "$stop" "$start"
 bytes=$diff
@@ -161,8 +168,8 @@ else
 fi
 
 echo "alloc_tag: $tags tags, $free free page-flag bits, capacity $cap"
-if [ $((tags + mods)) -gt "$cap" ]; then
-	echo "alloc_tag: $tags tags plus $mods module tag ids do not fit in capacity $cap"
+if [ $((tags + mods + rust)) -gt "$cap" ]; then
+	echo "alloc_tag: $tags tags plus $mods module tag ids and $rust Rust site tag ids do not fit in capacity $cap"
 	[ "$strict" -eq 1 ] && exit 1
 fi
 exit 0

@@ -12,6 +12,7 @@
 #include <linux/jump_label.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/seq_file.h>
@@ -121,6 +122,19 @@ void rust_helper_alloc_tag_sites_unlock(unsigned long flags)
 	raw_spin_unlock_irqrestore(&alloc_tag_sites_lock, flags);
 }
 
+/* Serialises the addition of site blocks (the work item, tests). */
+static DEFINE_MUTEX(alloc_tag_sites_grow_mutex);
+
+void rust_helper_alloc_tag_sites_grow_lock(void)
+{
+	mutex_lock(&alloc_tag_sites_grow_mutex);
+}
+
+void rust_helper_alloc_tag_sites_grow_unlock(void)
+{
+	mutex_unlock(&alloc_tag_sites_grow_mutex);
+}
+
 void alloc_tag_rust_sites_grow(void);
 
 static void alloc_tag_sites_grow_fn(struct work_struct *work)
@@ -173,6 +187,7 @@ struct module *rust_helper_alloc_tag_module_of(unsigned long addr)
 
 #ifdef CONFIG_MEM_ALLOC_PROFILING_CAPTURE
 #include <linux/debugfs.h>
+#include <linux/irq_work.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/static_call.h>
@@ -222,12 +237,39 @@ void rust_helper_alloc_tag_capture_calls(bool on)
 }
 
 /*
- * A capture record, from inside an allocator hook: never sleeps, never
- * warns; a tagged call site, so the records' memory has a row of its own.
+ * A chunk of capture's record pool, from process context: a tagged call
+ * site, so the records' memory has a row of its own.
  */
-void *rust_helper_alloc_tag_capture_alloc(size_t size)
+void *rust_helper_alloc_tag_capture_alloc_chunk(size_t size)
 {
-	return kmalloc(size, GFP_NOWAIT | __GFP_NOWARN);
+	return kvzalloc(size, GFP_KERNEL);
+}
+
+void alloc_tag_capture_refill(void);
+
+static void alloc_tag_capture_refill_fn(struct work_struct *work)
+{
+	alloc_tag_capture_refill();
+}
+
+static DECLARE_WORK(alloc_tag_capture_refill_work, alloc_tag_capture_refill_fn);
+
+static void alloc_tag_capture_refill_irq_fn(struct irq_work *work)
+{
+	schedule_work(&alloc_tag_capture_refill_work);
+}
+
+/*
+ * Hard irq_work: queuing it takes no lock, so the record path can ask for
+ * a refill from inside any allocator hook (with the allocator's or the
+ * scheduler's locks held); the work is queued from the interrupt.
+ */
+static struct irq_work alloc_tag_capture_refill_irq =
+	IRQ_WORK_INIT_HARD(alloc_tag_capture_refill_irq_fn);
+
+void rust_helper_alloc_tag_capture_queue_refill(void)
+{
+	irq_work_queue(&alloc_tag_capture_refill_irq);
 }
 
 /*

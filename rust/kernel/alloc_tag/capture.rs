@@ -32,18 +32,34 @@
 //! stacks" bucket). Stacks are kept in the records and buckets, at most
 //! `ALLOC_TAG_CAPTURE_FRAMES` return addresses each, not in the stack depot
 //! (which an option depending on RUST cannot select). An allocation that
-//! gets no record (record cap, or the record's allocation failed) is counted
-//! on the site as usual and as `uncaptured` in the report.
+//! gets no record (record cap, or the pool empty) is counted on the site as
+//! usual and as `uncaptured` in the report.
+//!
+//! The record path never allocates: records come from a pool of chunks
+//! ([`CHUNK_RECORDS`] records each) filled before the first site is armed
+//! and refilled from process context by a work item when it runs low (the
+//! hook only queues an `irq_work`, which queues the work). So any site may
+//! be armed, the allocator's own (`alloc_slab_page`, the pool's chunk
+//! allocation, vmalloc, percpu...) included: a record never needs an
+//! allocation that could reach an armed site again. The pool is freed at
+//! the last disarm.
 //!
 //! Disarming rewrites the reference of every live record's object to the
-//! site's code tag and frees the records: the site's totals are unchanged,
-//! the objects are freed later as any other. Unloading a module disarms its
-//! sites first.
+//! site's code tag and gives the records back to the pool: the site's
+//! totals are unchanged, the objects are freed later as any other.
+//! Unloading a module disarms its sites first.
 //!
-//! Locking, outermost first: the registry (read, for tag strings) -> the
-//! control mutex (arm, disarm, report, module unload; serialises the static
-//! call updates) -> the capture spinlock (raw, irqsave; taken from the
-//! allocator hooks in any context but NMI).
+//! An armed tag is in use: the registry frees no tag area and the Rust
+//! call sites reuse no tag while one of its tags is armed
+//! ([`AllocTag::capture_armed`]), so a site's tag outlives the site. A
+//! detached tag of an unloaded module can be armed (and shows its live
+//! records); its tag area is freed only once it is disarmed and drained.
+//!
+//! Locking, outermost first: the registry (read, for tag strings and to
+//! keep tags from going) -> the control mutex (arm, disarm, report, module
+//! unload, pool refill; serialises the static call updates) -> the capture
+//! spinlock (raw, irqsave; taken from the allocator hooks in any context
+//! but NMI).
 
 use super::{registry, tag_ref::REF_RECORD, AllocTag};
 use crate::{
@@ -53,20 +69,24 @@ use crate::{
     seq_file::{SeqFile, SingleFile, SingleFileOps, SingleShow},
     uaccess::UserSliceReader,
 };
-use core::{
-    cell::UnsafeCell,
-    ffi::c_int,
-    fmt::Write,
-    ptr::null_mut,
-    sync::atomic::{AtomicUsize, Ordering},
-};
+use core::{cell::UnsafeCell, ffi::c_int, fmt::Write, mem::size_of, ptr::null_mut};
 use ffi::{c_char, c_ulong};
 
 /// Armed sites at most.
 pub const MAX_SITES: usize = 8;
-/// Live records at most, all sites together (a record takes a 256-byte
-/// slab object: 4 MiB at most).
+/// Live records at most, all sites together (the pool grows to this many
+/// records, about 200 bytes each: 3.3 MiB at most).
 pub const MAX_RECORDS: usize = 16384;
+/// Records per chunk of the pool (one allocation each).
+pub const CHUNK_RECORDS: usize = 32;
+/// Free records the pool has when the first site is armed.
+const POOL_MIN: usize = 2 * CHUNK_RECORDS;
+/// A refill is queued when fewer records than this are free.
+const LOW_WATER: usize = CHUNK_RECORDS;
+/// A refill stops once this many records are free.
+const REFILL_TARGET: usize = 4 * CHUNK_RECORDS;
+
+const _: () = assert!(MAX_RECORDS % CHUNK_RECORDS == 0 && POOL_MIN <= MAX_RECORDS);
 /// Distinct stacks kept per site; more go to the site's "other" bucket.
 pub const MAX_STACKS: usize = 32;
 
@@ -163,10 +183,91 @@ struct Record {
     ctx: bindings::alloc_tag_capture_ctx,
 }
 
-/// The armed sites.
+/// A chunk of the record pool, zeroed when allocated.
+#[repr(C)]
+struct Chunk {
+    next: *mut Chunk,
+    records: [Record; CHUNK_RECORDS],
+}
+
+/// The armed sites and the record pool.
 struct State {
     sites: [*mut Site; MAX_SITES],
     armed: usize,
+    /// The pool's chunks, linked through `next`.
+    chunks: *mut Chunk,
+    /// The free records, linked through `next`.
+    free: *mut Record,
+    nfree: usize,
+    /// Records in the chunks, free or live.
+    total: usize,
+    /// A refill is queued and has not run yet.
+    refill_queued: bool,
+}
+
+impl State {
+    /// Records taken from the pool and not given back.
+    fn live(&self) -> usize {
+        self.total - self.nfree
+    }
+
+    /// Takes a free record.
+    fn pop_record(&mut self) -> Option<*mut Record> {
+        let rec = self.free;
+        if rec.is_null() {
+            return None;
+        }
+        // SAFETY: free records are in the pool's chunks, which stay while
+        // they are listed.
+        self.free = unsafe { (*rec).next };
+        self.nfree -= 1;
+        Some(rec)
+    }
+
+    /// Gives a record back to the pool.
+    ///
+    /// # Safety
+    ///
+    /// `rec` was taken with [`State::pop_record`] and nothing reaches it
+    /// any more.
+    unsafe fn push_record(&mut self, rec: *mut Record) {
+        // SAFETY: a record of the pool, ours alone (caller).
+        unsafe { (*rec).next = self.free };
+        self.free = rec;
+        self.nfree += 1;
+    }
+
+    /// Adds the records of `chunk` to the pool.
+    ///
+    /// # Safety
+    ///
+    /// `chunk` is a zeroed chunk from `alloc_tag_capture_alloc_chunk()`,
+    /// now the pool's.
+    unsafe fn add_chunk(&mut self, chunk: *mut Chunk) {
+        // SAFETY: ours (caller); its records are free.
+        unsafe {
+            (*chunk).next = self.chunks;
+            self.chunks = chunk;
+            self.total += CHUNK_RECORDS;
+            for i in 0..CHUNK_RECORDS {
+                self.push_record(core::ptr::addr_of_mut!((*chunk).records[i]));
+            }
+        }
+    }
+
+    /// Whether the record path should queue a refill now (and notes that
+    /// one is queued).
+    fn wants_refill(&mut self) -> bool {
+        if self.refill_queued
+            || self.armed == 0
+            || self.nfree >= LOW_WATER
+            || self.total >= MAX_RECORDS
+        {
+            return false;
+        }
+        self.refill_queued = true;
+        true
+    }
 }
 
 /// [`State`] behind the capture spinlock.
@@ -184,10 +285,12 @@ unsafe impl Sync for Locked {}
 static STATE: Locked = Locked(UnsafeCell::new(State {
     sites: [null_mut(); MAX_SITES],
     armed: 0,
+    chunks: null_mut(),
+    free: null_mut(),
+    nfree: 0,
+    total: 0,
+    refill_queued: false,
 }));
-
-/// Live records.
-static RECORDS: AtomicUsize = AtomicUsize::new(0);
 
 /// The capture spinlock, held.
 struct Guard(c_ulong);
@@ -267,8 +370,8 @@ pub unsafe extern "C" fn __alloc_tag_add_capture(
     unsafe { super::tag_ref::__alloc_tag_add(ref_, tag, bytes) }
 }
 
-/// Charges `bytes` to `tag` through a new record; false if it made none
-/// (the caller then charges as usual).
+/// Charges `bytes` to `tag` through a record from the pool; false if it
+/// made none (the caller then charges as usual). Never allocates.
 ///
 /// # Safety
 ///
@@ -280,22 +383,6 @@ unsafe fn record_add(
     tag: *mut bindings::alloc_tag,
     bytes: usize,
 ) -> bool {
-    let rec = if RECORDS.fetch_add(1, Ordering::Relaxed) < MAX_RECORDS {
-        // SAFETY: no preconditions; never sleeps.
-        unsafe { bindings::alloc_tag_capture_alloc(core::mem::size_of::<Record>()) }
-            .cast::<Record>()
-    } else {
-        null_mut()
-    };
-    if rec.is_null() {
-        RECORDS.fetch_sub(1, Ordering::Relaxed);
-        let mut g = Guard::lock();
-        if let Some(site) = find(g.state(), tag) {
-            // SAFETY: a live site, under the lock.
-            unsafe { (*site).uncaptured += 1 };
-        }
-        return false;
-    }
     // SAFETY: an all-zero context is valid; the helper fills it.
     let mut ctx: bindings::alloc_tag_capture_ctx = unsafe { core::mem::zeroed() };
     // SAFETY: `ctx` is valid for writes. The stack starts at the hook:
@@ -304,40 +391,53 @@ unsafe fn record_add(
 
     let n = (ctx.nr_entries as usize).min(FRAMES);
     let mut g = Guard::lock();
-    let Some(site) = find(g.state(), tag) else {
-        drop(g);
-        // Disarmed meanwhile.
-        // SAFETY: allocated above, never published.
-        unsafe { free_record(rec) };
-        return false;
-    };
-    // SAFETY: a live site, under the lock; `rec` is ours, of a `Record`'s
-    // size and kmalloc-aligned.
-    unsafe {
-        let s = &mut *site;
-        let bucket = s.bucket(&ctx.entries[..n]);
-        (*bucket).bytes += bytes as i64;
-        (*bucket).calls += 1;
-        rec.write(Record {
-            prev: null_mut(),
-            next: s.records,
-            site,
-            bucket,
-            ref_,
-            bytes,
-            ctx,
-        });
-        if !s.records.is_null() {
-            (*s.records).prev = rec;
+    let st = g.state();
+    // Disarmed meanwhile: charged as usual.
+    let site = find(st, tag);
+    let rec = site.and_then(|_| st.pop_record());
+    let refill = st.wants_refill();
+    let recorded = match (site, rec) {
+        (None, _) => false,
+        (Some(site), None) => {
+            // SAFETY: a live site, under the lock.
+            unsafe { (*site).uncaptured += 1 };
+            false
         }
-        s.records = rec;
-        // The plain charge (debug checks included), then the reference
-        // points at the record.
-        super::tag_ref::__alloc_tag_add(ref_, tag, bytes);
-        (*ref_).ct = (rec as usize | FLAG_RECORD) as *mut bindings::codetag;
-    }
+        (Some(site), Some(rec)) => {
+            // SAFETY: a live site, under the lock; `rec` is a pool record,
+            // ours until published.
+            unsafe {
+                let s = &mut *site;
+                let bucket = s.bucket(&ctx.entries[..n]);
+                (*bucket).bytes += bytes as i64;
+                (*bucket).calls += 1;
+                rec.write(Record {
+                    prev: null_mut(),
+                    next: s.records,
+                    site,
+                    bucket,
+                    ref_,
+                    bytes,
+                    ctx,
+                });
+                if !s.records.is_null() {
+                    (*s.records).prev = rec;
+                }
+                s.records = rec;
+                // The plain charge (debug checks included), then the
+                // reference points at the record.
+                super::tag_ref::__alloc_tag_add(ref_, tag, bytes);
+                (*ref_).ct = (rec as usize | FLAG_RECORD) as *mut bindings::codetag;
+            }
+            true
+        }
+    };
     drop(g);
-    true
+    if refill {
+        // SAFETY: no preconditions; callable from any context but NMI.
+        unsafe { bindings::alloc_tag_capture_queue_refill() };
+    }
+    recorded
 }
 
 /// `alloc_tag_sub` while something is armed: frees the object's record if
@@ -361,7 +461,8 @@ pub unsafe extern "C" fn __alloc_tag_sub_capture(ref_: *mut bindings::codetag_re
     unsafe { super::tag_ref::__alloc_tag_sub(ref_, bytes) }
 }
 
-/// Frees the record `ct` points at, if the reference still holds it.
+/// Gives the record `ct` points at back to the pool, if the reference
+/// still holds it.
 ///
 /// # Safety
 ///
@@ -369,7 +470,7 @@ pub unsafe extern "C" fn __alloc_tag_sub_capture(ref_: *mut bindings::codetag_re
 /// `ct` when read.
 #[inline(never)]
 unsafe fn record_sub(ref_: *mut bindings::codetag_ref, ct: usize, bytes: usize) {
-    let g = Guard::lock();
+    let mut g = Guard::lock();
     // SAFETY: the object's reference (caller); disarm only rewrites it
     // under the lock.
     if unsafe { (*ref_).ct } as usize != ct {
@@ -383,22 +484,21 @@ unsafe fn record_sub(ref_: *mut bindings::codetag_ref, ct: usize, bytes: usize) 
     // SAFETY: the reference still holds the record, so it is live and
     // linked in its site, which is armed; the lock is held (`g`).
     unsafe {
-        (*ref_).ct = take_record(&g, rec);
+        (*ref_).ct = take_record(&mut g, rec);
         super::tag_ref::__alloc_tag_sub(ref_, bytes);
     }
-    drop(g);
-    // SAFETY: taken off its site above: nothing reaches it any more.
-    unsafe { free_record(rec) };
 }
 
-/// Takes the live record `rec` off its site and its stack's bucket and
-/// returns the site's code tag, for the object's reference to hold again.
+/// Takes the live record `rec` off its site and its stack's bucket, gives
+/// it back to the pool and returns the site's code tag, for the object's
+/// reference to hold again.
 ///
 /// # Safety
 ///
-/// `rec` is live and linked in its armed site; `_g` shows the capture
-/// spinlock held, under which records are linked and unlinked.
-unsafe fn take_record(_g: &Guard, rec: *mut Record) -> *mut bindings::codetag {
+/// `rec` is live and linked in its armed site, and nothing else will
+/// reach it; `g` holds the capture spinlock, under which records are
+/// linked and unlinked.
+unsafe fn take_record(g: &mut Guard, rec: *mut Record) -> *mut bindings::codetag {
     // SAFETY: a live record of a live site, its bucket in the site's
     // table; exclusive under the lock (caller).
     unsafe {
@@ -407,20 +507,10 @@ unsafe fn take_record(_g: &Guard, rec: *mut Record) -> *mut bindings::codetag {
         (*r.bucket).bytes -= r.bytes as i64;
         (*r.bucket).calls -= 1;
         unlink(s, rec);
-        core::ptr::addr_of_mut!((*s.tag).ct)
+        let ct = core::ptr::addr_of_mut!((*s.tag).ct);
+        g.state().push_record(rec);
+        ct
     }
-}
-
-/// Frees a record and gives its slot back to the cap.
-///
-/// # Safety
-///
-/// `rec` came from `alloc_tag_capture_alloc()` and nothing reaches it any
-/// more (never published, or taken off its site).
-unsafe fn free_record(rec: *mut Record) {
-    // SAFETY: the caller's.
-    unsafe { bindings::kfree(rec.cast()) };
-    RECORDS.fetch_sub(1, Ordering::Relaxed);
 }
 
 /// The tag of a page reference that holds a record (`__free_pages()`' tail
@@ -434,8 +524,8 @@ pub(crate) fn record_tag(r: &super::tag_ref::TagRef) -> Option<&'static AllocTag
     }
     let rec = (r.raw() as usize & !FLAG_RECORD) as *mut Record;
     // SAFETY: the reference still holds the record under the lock, so the
-    // record is live, its site armed and the site's tag valid; tags of
-    // armed sites outlive their objects (module unload disarms first).
+    // record is live, its site armed and the site's tag valid: an armed
+    // tag is never freed.
     Some(unsafe { AllocTag::from_raw((*(*rec).site).tag) })
 }
 
@@ -448,21 +538,19 @@ pub(crate) fn release(r: &super::tag_ref::TagRef) {
     if !r.holds_record() {
         return;
     }
-    let g = Guard::lock();
+    let mut g = Guard::lock();
     if !r.holds_record() {
         // Disarmed meanwhile.
         return;
     }
     let rec = (r.raw() as usize & !FLAG_RECORD) as *mut Record;
     // SAFETY: as in `record_tag()`: the record is live and linked in its
-    // armed site; the lock is held (`g`).
+    // armed site; the lock is held (`g`), and the reference, which is
+    // rewritten here, was the only way to it.
     unsafe {
         (*(*rec).site).uncaptured += 1;
-        r.set_raw(take_record(&g, rec));
+        r.set_raw(take_record(&mut g, rec));
     }
-    drop(g);
-    // SAFETY: taken off its site above: nothing reaches it any more.
-    unsafe { free_record(rec) };
 }
 
 /// Takes `rec` off its site's list.
@@ -514,7 +602,11 @@ impl<'a> Spec<'a> {
         if let Some(w) = words.next() {
             spec.module = Some(w.strip_prefix(b"module:").ok_or(EINVAL)?);
         }
-        if words.next().is_some() || spec.file == Some(b"") || spec.function == Some(b"") {
+        if words.next().is_some()
+            || spec.file == Some(b"")
+            || spec.function == Some(b"")
+            || spec.module == Some(b"")
+        {
             return Err(EINVAL);
         }
         Ok(spec)
@@ -539,15 +631,6 @@ impl<'a> Spec<'a> {
     }
 }
 
-/// Sites whose records would recurse into capture: the record allocation's
-/// own and the core's.
-fn own_site(t: &AllocTag) -> bool {
-    let f = t.file().as_bytes();
-    f.starts_with(b"rust/helpers/alloc_tag.c")
-        || f.starts_with(b"rust/kernel/alloc_tag/")
-        || f.starts_with(b"lib/stackdepot.c")
-}
-
 /// A zeroed [`Site`] (no tag, no records, empty buckets), built in place:
 /// it is a few KiB.
 fn new_site() -> Result<KBox<Site>> {
@@ -557,15 +640,84 @@ fn new_site() -> Result<KBox<Site>> {
     Ok(unsafe { site.assume_init() })
 }
 
+/// Adds chunks to the pool until `want` records are free (or the pool is
+/// at [`MAX_RECORDS`]); `ENOMEM` if a chunk cannot be allocated. May sleep.
+fn fill_pool(_c: &Control, want: usize) -> Result {
+    loop {
+        {
+            let mut g = Guard::lock();
+            let st = g.state();
+            if st.nfree >= want || st.total >= MAX_RECORDS {
+                return Ok(());
+            }
+        }
+        // SAFETY: process context (the control mutex is held). The chunk's
+        // allocation is a call site of its own, which may be armed: its
+        // record comes from the pool, never from here.
+        let chunk =
+            unsafe { bindings::alloc_tag_capture_alloc_chunk(size_of::<Chunk>()) }.cast::<Chunk>();
+        if chunk.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: a zeroed chunk, now the pool's.
+        unsafe { Guard::lock().state().add_chunk(chunk) };
+    }
+}
+
+/// Frees the pool once nothing is armed and every record is back (as the
+/// last disarm leaves it).
+fn free_pool(_c: &Control) {
+    let mut chunks = {
+        let mut g = Guard::lock();
+        let st = g.state();
+        if st.armed != 0 || st.live() != 0 {
+            return;
+        }
+        st.free = null_mut();
+        st.nfree = 0;
+        st.total = 0;
+        core::mem::take(&mut st.chunks)
+    };
+    while !chunks.is_null() {
+        // SAFETY: the pool's chunks, unlisted above; with nothing armed the
+        // record path takes no record, so nothing reaches them.
+        unsafe {
+            let next = (*chunks).next;
+            bindings::kvfree(chunks.cast());
+            chunks = next;
+        }
+    }
+}
+
+/// The pool's refill, from a work item queued by the record path when the
+/// pool runs low.
+#[no_mangle]
+pub extern "C" fn alloc_tag_capture_refill() {
+    let c = Control::lock();
+    let armed = Guard::lock().state().armed;
+    // Without memory the record path counts uncaptured allocations and
+    // queues the next refill when it next runs low.
+    static WARNED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+    if armed != 0
+        && fill_pool(&c, REFILL_TARGET).is_err()
+        && !WARNED.swap(true, core::sync::atomic::Ordering::Relaxed)
+    {
+        pr_warn!("alloc_tag: capture: no memory to refill the record pool\n");
+    }
+    Guard::lock().state().refill_queued = false;
+}
+
 /// Arms every tag `spec` names.
-/// All or nothing: a spec naming a site capture allocates from, or more
-/// sites than there are free slots, arms none.
+///
+/// All or nothing: more sites than there are free slots, or no memory for
+/// the sites or the record pool, arms none. Any site can be armed (see the
+/// module documentation).
 fn arm(spec: &Spec<'_>) -> Result {
     let reg = registry::read().ok_or(ENODEV)?;
-    let _c = Control::lock();
-    // First pass: refuse before arming anything. A walk by position: an
-    // iterator chain over the registry here would be a generic instance
-    // whose mangled name overflows modpost's buffer.
+    let c = Control::lock();
+    // First pass: count, and refuse before arming anything. A walk by
+    // position: an iterator chain over the registry here would be a
+    // generic instance whose mangled name overflows modpost's buffer.
     let (mut found, mut new) = (0, 0);
     let mut pos = 0;
     while let Some((p, t)) = reg.next_from(pos) {
@@ -574,14 +726,6 @@ fn arm(spec: &Spec<'_>) -> Result {
             continue;
         }
         found += 1;
-        if own_site(t) {
-            pr_err!(
-                "alloc_tag: capture: {}:{} allocates for capture itself\n",
-                t.file(),
-                t.line()
-            );
-            return Err(EINVAL);
-        }
         if !t.capture_armed() {
             new += 1;
         }
@@ -599,33 +743,48 @@ fn arm(spec: &Spec<'_>) -> Result {
         );
         return Err(ENOSPC);
     }
-    // Second pass: arm them (the control mutex keeps the count valid).
+    if new == 0 {
+        return Ok(());
+    }
+    // Then every allocation arming needs, before anything is armed.
+    let mut sites: [Option<KBox<Site>>; MAX_SITES] = [const { None }; MAX_SITES];
+    for slot in sites.iter_mut().take(new) {
+        *slot = Some(new_site()?);
+    }
+    if armed == 0 {
+        if let Err(e) = fill_pool(&c, POOL_MIN) {
+            free_pool(&c);
+            return Err(e);
+        }
+    }
+    // Second pass: arm them. The registry and the control mutex have been
+    // held since the first, so the same `new` tags match and their slots
+    // are free.
+    let mut next = sites.iter_mut().filter_map(Option::take);
     let mut pos = 0;
     while let Some((p, t)) = reg.next_from(pos) {
         pos = p + 1;
         if !spec.matches(t) || t.capture_armed() {
             continue;
         }
-        let site = KBox::into_raw(new_site()?);
+        let Some(site) = next.next() else {
+            break;
+        };
+        let site = KBox::into_raw(site);
         // SAFETY: ours, not yet published.
         unsafe { (*site).tag = t.as_raw() };
         let first = {
             let mut g = Guard::lock();
             let st = g.state();
-            match st.sites.iter().position(|s| s.is_null()) {
-                Some(i) => {
-                    st.sites[i] = site;
-                    st.armed += 1;
-                    Some(st.armed == 1)
-                }
-                None => None,
-            }
-        };
-        let Some(first) = first else {
-            // SAFETY: from `KBox::into_raw()` above, never published.
-            drop(unsafe { KBox::from_raw(site) });
-            pr_err!("alloc_tag: capture: {} sites armed already\n", MAX_SITES);
-            return Err(ENOSPC);
+            let Some(i) = st.sites.iter().position(|s| s.is_null()) else {
+                drop(g);
+                // SAFETY: from `KBox::into_raw()` above, never published.
+                drop(unsafe { KBox::from_raw(site) });
+                break;
+            };
+            st.sites[i] = site;
+            st.armed += 1;
+            st.armed == 1
         };
         if first {
             // SAFETY: process context, the control mutex held.
@@ -637,17 +796,17 @@ fn arm(spec: &Spec<'_>) -> Result {
     Ok(())
 }
 
-/// Disarms the armed sites `pick` selects; returns how many.
+/// Disarms the armed sites `pick` selects; returns how many. The last
+/// disarm frees the record pool.
 ///
 /// The control mutex must be held.
-fn disarm_where(_c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize {
+fn disarm_where(c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize {
     let mut n = 0;
     loop {
         let mut g = Guard::lock();
         let st = g.state();
         let Some(i) = st.sites.iter().position(|&s| {
-            // SAFETY: live sites under the lock; their tags are live while
-            // armed (module unload disarms first).
+            // SAFETY: live sites under the lock; an armed tag is valid.
             !s.is_null() && pick(unsafe { AllocTag::from_raw((*s).tag) })
         }) else {
             break;
@@ -658,32 +817,27 @@ fn disarm_where(_c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize 
         let last = st.armed == 0;
         // SAFETY: the site was armed until now and is ours; its records are
         // linked in it and their objects live (a free takes the lock and
-        // finds its reference rewritten).
-        let recs = unsafe {
+        // finds its reference rewritten). Each record goes back to the
+        // pool once its object's reference holds the tag again.
+        unsafe {
             let s = &mut *site;
             let t = AllocTag::from_raw(s.tag);
             t.set_capture_armed(false);
-            let mut r = s.records;
+            let mut r = core::mem::take(&mut s.records);
             while !r.is_null() {
+                let next = (*r).next;
                 (*(*r).ref_).ct = t.codetag();
-                r = (*r).next;
+                st.push_record(r);
+                r = next;
             }
-            core::mem::take(&mut s.records)
-        };
-        drop(g);
-        let mut r = recs;
-        while !r.is_null() {
-            // SAFETY: unlinked from everything above.
-            let next = unsafe { (*r).next };
-            // SAFETY: no longer reachable.
-            unsafe { free_record(r) };
-            r = next;
         }
+        drop(g);
         // SAFETY: from `KBox::into_raw()` in `arm()`, unpublished above.
         drop(unsafe { KBox::from_raw(site) });
         if last {
             // SAFETY: process context, the control mutex held.
             unsafe { bindings::alloc_tag_capture_calls(false) };
+            free_pool(c);
         }
         n += 1;
     }
@@ -699,6 +853,10 @@ fn disarm_where(_c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize 
 pub(crate) unsafe fn module_unload(module: *mut bindings::module) {
     // SAFETY: the module's name is a NUL-terminated array (caller).
     let name = unsafe { CStr::from_char_ptr((*module).name.as_ptr()) };
+    // The registry keeps the armed tags' strings still while they are read.
+    let Some(_reg) = registry::read() else {
+        return;
+    };
     let c = Control::lock();
     let n = disarm_where(&c, |t| {
         t.module_name()
@@ -731,15 +889,17 @@ fn show(seq: &SeqFile) -> Result {
         snaps.push(new_site()?, GFP_KERNEL)?;
     }
     let mut nsnaps = 0;
-    {
+    let live = {
         let mut g = Guard::lock();
-        for &s in g.state().sites.iter().filter(|s| !s.is_null()) {
+        let st = g.state();
+        for &s in st.sites.iter().filter(|s| !s.is_null()) {
             // SAFETY: a live site under the lock, copied as plain data into
             // a site of ours (whose records pointer is never followed).
             unsafe { core::ptr::copy_nonoverlapping(s, &mut *snaps[nsnaps], 1) };
             nsnaps += 1;
         }
-    }
+        st.live()
+    };
     let snaps = &mut snaps[..nsnaps];
     let mut l = Line::new();
     let _ = writeln!(
@@ -747,7 +907,7 @@ fn show(seq: &SeqFile) -> Result {
         "# allocinfo capture 1.0: {} of {} sites armed, {} of {} records live",
         snaps.len(),
         MAX_SITES,
-        RECORDS.load(Ordering::Relaxed),
+        live,
         MAX_RECORDS
     );
     l.emit(seq);

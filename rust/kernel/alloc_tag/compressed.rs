@@ -54,6 +54,15 @@ const _: () = assert!(INDEX_BITS_MAX + STORED_INDEX_SHIFT == u32::BITS);
 /// Indexes reserved for module tags (`CONFIG_MEM_ALLOC_PROFILING_MODULE_TAG_IDS`).
 pub const MODULE_IDS: u32 = bindings::CONFIG_MEM_ALLOC_PROFILING_MODULE_TAG_IDS;
 
+/// Indexes reserved for the tags of Rust call sites
+/// (`CONFIG_MEM_ALLOC_PROFILING_RUST_SITES`, which the site blocks never
+/// exceed): a reserve of their own, so that the blocks added as Rust code
+/// allocates from new sites never take the module tags' indexes.
+pub const RUST_SITE_IDS: u32 = bindings::CONFIG_MEM_ALLOC_PROFILING_RUST_SITES;
+
+/// Every index reserved beyond vmlinux's tags.
+pub const RESERVED_IDS: u32 = MODULE_IDS + RUST_SITE_IDS;
+
 /// The index field in `page->flags`: as wide as the free bits allow, at most
 /// `INDEX_BITS_MAX`, just below `TOP`. Constant, so that page updates shift
 /// and mask by immediates; `alloc_tag_page_bits=` lowers the capacity, not
@@ -81,10 +90,13 @@ core::arch::global_asm!(
     ".set __alloc_tag_index_bits_max, {max}",
     ".globl __alloc_tag_module_ids",
     ".set __alloc_tag_module_ids, {mods}",
+    ".globl __alloc_tag_rust_site_ids",
+    ".set __alloc_tag_rust_site_ids, {rust}",
     size = const core::mem::size_of::<bindings::alloc_tag>(),
     bits = const FREE_BITS,
     max = const INDEX_BITS_MAX,
     mods = const MODULE_IDS,
+    rust = const RUST_SITE_IDS,
 );
 
 // Per-CPU data only on SMP: on UP it is plain `.data` (`PER_CPU_BASE_SECTION`),
@@ -163,10 +175,13 @@ fn compressed_key() -> *mut bindings::static_key {
 static FELL_BACK: AtomicBool = AtomicBool::new(false);
 /// The largest index this boot can store: `2^W - 1`.
 static ID_LIMIT: AtomicU32 = AtomicU32::new(0);
-/// The first module index and the number of module slots.
+/// The first index after vmlinux's, the number of module slots from it,
+/// and the number of Rust site slots after those.
 static MODULE_BASE: AtomicU32 = AtomicU32::new(0);
 static MODULE_SLOTS: AtomicU32 = AtomicU32::new(0);
-/// `MODULE_SLOTS` tag pointers (as `usize`, 0 when free), from init on.
+static RUST_SLOTS: AtomicU32 = AtomicU32::new(0);
+/// `MODULE_SLOTS + RUST_SLOTS` tag pointers (as `usize`, 0 when free),
+/// from init on: the module slots, then the Rust site slots.
 static MODULE_TABLE: AtomicPtr<AtomicUsize> = AtomicPtr::new(core::ptr::null_mut());
 
 /// The index field width and the number of tag indexes it holds.
@@ -178,19 +193,22 @@ pub fn field() -> (u32, u32) {
     (w, cap)
 }
 
-/// Whether `tags` vmlinux tags and the module reserve fit in `capacity`.
+/// Whether `tags` vmlinux tags and the reserves for module tags and Rust
+/// call-site tags fit in `capacity`.
 ///
 /// # Examples
 ///
 /// ```
-/// use kernel::alloc_tag::compressed::{fits, MODULE_IDS};
+/// use kernel::alloc_tag::compressed::{fits, MODULE_IDS, RESERVED_IDS, RUST_SITE_IDS};
 ///
-/// assert!(fits(10, 10 + MODULE_IDS as usize));
-/// assert!(!fits(11, 10 + MODULE_IDS as usize));
+/// assert_eq!(RESERVED_IDS, MODULE_IDS + RUST_SITE_IDS);
+/// assert!(fits(10, 10 + RESERVED_IDS as usize));
+/// assert!(!fits(11, 10 + RESERVED_IDS as usize));
+/// assert!(!fits(10, 10 + MODULE_IDS as usize));
 /// assert!(!fits(usize::MAX, 0));
 /// ```
 pub fn fits(tags: usize, capacity: usize) -> bool {
-    tags.checked_add(MODULE_IDS as usize)
+    tags.checked_add(RESERVED_IDS as usize)
         .is_some_and(|n| n <= capacity)
 }
 
@@ -242,7 +260,13 @@ fn decide() -> Store {
         unsafe { AllocTag::from_raw(start.add(i as usize)) }.set_stored_index(FIRST_ID + i);
     }
     MODULE_BASE.store(FIRST_ID + vmlinux_ids, Ordering::Relaxed);
-    MODULE_SLOTS.store(MODULE_IDS.min(cap - vmlinux_ids), Ordering::Relaxed);
+    // Short of room (a compressed-only build), modules first.
+    let module_slots = MODULE_IDS.min(cap - vmlinux_ids);
+    MODULE_SLOTS.store(module_slots, Ordering::Relaxed);
+    RUST_SLOTS.store(
+        RUST_SITE_IDS.min(cap - vmlinux_ids - module_slots),
+        Ordering::Relaxed,
+    );
     MODE.set(Store::Compressed);
     // Decided during boot: at the first page hook (`mm_core_init()`, before
     // any other CPU runs), at `page_ext` init or at the profiler's initcall,
@@ -261,7 +285,8 @@ pub(crate) fn init() {
     if store() != Store::Compressed {
         return;
     }
-    let slots = MODULE_SLOTS.load(Ordering::Relaxed) as usize;
+    let slots =
+        (MODULE_SLOTS.load(Ordering::Relaxed) + RUST_SLOTS.load(Ordering::Relaxed)) as usize;
     if slots == 0 {
         return;
     }
@@ -273,8 +298,9 @@ pub(crate) fn init() {
         }
         Err(_) => {
             MODULE_SLOTS.store(0, Ordering::Relaxed);
+            RUST_SLOTS.store(0, Ordering::Relaxed);
             crate::pr_err!(
-                "alloc_tag: no memory for {} module tag indexes; module page allocations go to the overflow row\n",
+                "alloc_tag: no memory for {} module and Rust site tag indexes; their page allocations go to the overflow row\n",
                 slots
             );
         }
@@ -298,16 +324,17 @@ fn module_table() -> Option<&'static [AtomicUsize]> {
     if ptr.is_null() {
         return None;
     }
-    let n = MODULE_SLOTS.load(Ordering::Relaxed) as usize;
-    // SAFETY: a non-NULL table has `MODULE_SLOTS` initialised entries and is
+    let n = (MODULE_SLOTS.load(Ordering::Relaxed) + RUST_SLOTS.load(Ordering::Relaxed)) as usize;
+    // SAFETY: a non-NULL table has `MODULE_SLOTS + RUST_SLOTS` initialised entries and is
     // never freed.
     Some(unsafe { core::slice::from_raw_parts(ptr, n) })
 }
 
-/// Gives the `len` tags from `start` (a module's section, or a block of
-/// Rust site tags) consecutive indexes, if the table has that many free
-/// slots in a row; returns the first. Called with the registry held for
-/// writing, so slots are not taken concurrently.
+/// Gives the `len` tags from `start` (a module's section, or with
+/// `rust_block` a block of Rust site tags) consecutive indexes, if their
+/// part of the table (the module slots, or the Rust site slots) has that
+/// many free slots in a row; returns the first. Called with the registry
+/// held for writing, so slots are not taken concurrently.
 ///
 /// # Safety
 ///
@@ -315,21 +342,32 @@ fn module_table() -> Option<&'static [AtomicUsize]> {
 /// are released, with no index yet: the tags of a module being loaded, or
 /// of a block of Rust sites (whose pages charged before this are on the
 /// overflow row).
-pub(crate) unsafe fn assign_module_ids(start: *mut bindings::alloc_tag, len: usize) -> Option<u32> {
+pub(crate) unsafe fn assign_module_ids(
+    start: *mut bindings::alloc_tag,
+    len: usize,
+    rust_block: bool,
+) -> Option<u32> {
     if MODE.get() != Some(Store::Compressed) || len == 0 {
         return None;
     }
     let table = module_table()?;
+    let modules = (MODULE_SLOTS.load(Ordering::Relaxed) as usize).min(table.len());
+    let from = if rust_block { modules } else { 0 };
+    let part = if rust_block {
+        &table[modules..]
+    } else {
+        &table[..modules]
+    };
     let mut run = 0;
     let mut first = None;
-    for (i, slot) in table.iter().enumerate() {
+    for (i, slot) in part.iter().enumerate() {
         if slot.load(Ordering::Relaxed) != 0 {
             run = 0;
             continue;
         }
         run += 1;
         if run == len {
-            first = Some(i + 1 - len);
+            first = Some(from + i + 1 - len);
             break;
         }
     }
@@ -560,4 +598,27 @@ pub fn module_slots() -> u32 {
     } else {
         MODULE_SLOTS.load(Ordering::Relaxed)
     }
+}
+
+/// The number of Rust call-site tag indexes available in this boot.
+pub fn rust_site_slots() -> u32 {
+    if MODULE_TABLE.load(Ordering::Acquire).is_null() {
+        0
+    } else {
+        RUST_SLOTS.load(Ordering::Relaxed)
+    }
+}
+
+/// The module and Rust site indexes in use: (modules, Rust sites).
+pub fn slots_used() -> (usize, usize) {
+    let Some(table) = module_table() else {
+        return (0, 0);
+    };
+    let modules = (MODULE_SLOTS.load(Ordering::Relaxed) as usize).min(table.len());
+    let used = |part: &[AtomicUsize]| {
+        part.iter()
+            .filter(|s| s.load(Ordering::Relaxed) != 0)
+            .count()
+    };
+    (used(&table[..modules]), used(&table[modules..]))
 }

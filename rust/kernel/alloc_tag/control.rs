@@ -13,10 +13,16 @@
 //!   ([`super::compressed`], which reads it here); any other text after the
 //!   comma refuses the value.
 //! - `alloc_tag_page_bits=N` caps the page-flag bits compressed tags use.
-//! - The sysctl is `proc_do_static_key()` on the key, as upstream's: `0` or
-//!   `1` (whitespace around allowed) from `CAP_SYS_ADMIN`; anything else is
-//!   `-EINVAL` and changes nothing. It is read-only (0444) after `never` and
-//!   in `MEM_ALLOC_PROFILING_DEBUG` builds.
+//! - The sysctl (0644) is `proc_do_static_key()` on the key, as upstream's:
+//!   `0` or `1` (whitespace around allowed) from `CAP_SYS_ADMIN`; anything
+//!   else is `-EINVAL` and changes nothing. After `never` every write is
+//!   `-EINVAL`, and in `MEM_ALLOC_PROFILING_DEBUG` builds `-EACCES` (as
+//!   upstream 7.0, which made the file 0644 for the next rule).
+//! - The boot-time write of the generic `sysctl.` parameter handler (which
+//!   hands the whole `sysctl.vm.mem_profiling=` value to the sysctl, from a
+//!   kernel thread without `mm`, after the early parameter took it) does
+//!   nothing and succeeds, so that no boot logs `Failed to set sysctl
+//!   parameter` for a value the early parameter accepted or refused.
 //! - `/proc/sys/vm/mem_profiling_compressed` (0444, as upstream 7.3) reads 1
 //!   when page tags are indexes in `page->flags`, 0 when they are in
 //!   `page_ext` (a fallback included) or profiling is `never`.
@@ -181,6 +187,38 @@ core::arch::global_asm!(
 
 /// The value `/proc/sys/vm/mem_profiling_compressed` shows, set at init
 /// before the table is registered and never changed after.
+/// The `vm.mem_profiling` handler: `proc_do_static_key()` on the key, but
+/// for the boot-time write and the writes the mode forbids (see the module
+/// documentation).
+///
+/// # Safety
+///
+/// As `proc_do_static_key()`: called by the sysctl core with its arguments.
+unsafe extern "C" fn proc_mem_profiling(
+    table: *const bindings::ctl_table,
+    write: c_int,
+    buffer: *mut c_void,
+    lenp: *mut usize,
+    ppos: *mut bindings::loff_t,
+) -> c_int {
+    if write != 0 {
+        // SAFETY: `current` is always a valid task; its `mm` is only
+        // compared with NULL.
+        if unsafe { (*bindings::get_current()).mm }.is_null() {
+            return 0;
+        }
+        if !profiling_supported() {
+            return crate::error::code::EINVAL.to_errno();
+        }
+        if cfg!(CONFIG_MEM_ALLOC_PROFILING_DEBUG) {
+            return crate::error::code::EACCES.to_errno();
+        }
+    }
+    // SAFETY: the caller's arguments, for the table whose `data` is the key
+    // (`sysctl_init()`).
+    unsafe { bindings::proc_do_static_key(table, write, buffer, lenp, ppos) }
+}
+
 static COMPRESSED_SYSCTL: AtomicI32 = AtomicI32::new(0);
 
 /// The `vm` sysctl table: `mem_profiling` and `mem_profiling_compressed`.
@@ -198,7 +236,7 @@ static SYSCTL: SysctlTable = SysctlTable(Opaque::new([
         data: core::ptr::null_mut(),
         maxlen: 0,
         mode: 0o644,
-        proc_handler: Some(bindings::proc_do_static_key),
+        proc_handler: Some(proc_mem_profiling),
         poll: core::ptr::null_mut(),
         extra1: core::ptr::null_mut(),
         extra2: core::ptr::null_mut(),
@@ -219,7 +257,6 @@ static SYSCTL: SysctlTable = SysctlTable(Opaque::new([
 /// Registers the `vm` sysctls; `compressed` says whether page tags are
 /// indexes in `page->flags` in this boot. Called once, from the initcall.
 pub(crate) fn sysctl_init(compressed: bool) {
-    let read_only = !profiling_supported() || cfg!(CONFIG_MEM_ALLOC_PROFILING_DEBUG);
     let compressed = profiling_supported() && compressed;
     COMPRESSED_SYSCTL.store(c_int::from(compressed), Ordering::Relaxed);
     let table = SYSCTL.0.get().cast::<bindings::ctl_table>();
@@ -229,9 +266,6 @@ pub(crate) fn sysctl_init(compressed: bool) {
     // locks); `proc_dointvec` only reads the `c_int` behind `data` through a
     // 0444 entry. Both statics live for ever.
     unsafe {
-        if read_only {
-            (*table).mode = 0o444;
-        }
         (*table).data = profiling_key().cast::<c_void>();
         (*table.add(1)).data = COMPRESSED_SYSCTL.as_ptr().cast::<c_void>();
     }

@@ -87,20 +87,22 @@ extern "C" fn alloc_tag_init() -> c_int {
     );
     if control::profiling_supported() && compressed::fell_back() {
         pr_warn!(
-            "alloc_tag: compressed page tags do not fit: {} tags + {} module ids > {} ids of a {}-bit field ({} free page-flag bits); using page_ext\n",
+            "alloc_tag: compressed page tags do not fit: {} tags + {} module ids + {} Rust site ids > {} ids of a {}-bit field ({} free page-flag bits); using page_ext\n",
             tags,
             compressed::MODULE_IDS,
+            compressed::RUST_SITE_IDS,
             capacity,
             width,
             compressed::FREE_BITS
         );
     } else if control::profiling_supported() && compressed::store() == Store::Compressed {
         pr_info!(
-            "alloc_tag: {}-bit page tag index ({} free page-flag bits), capacity {}, {} ids for modules{}\n",
+            "alloc_tag: {}-bit page tag index ({} free page-flag bits), capacity {}, {} ids for modules, {} for Rust sites{}\n",
             width,
             compressed::FREE_BITS,
             capacity,
             compressed::module_slots(),
+            compressed::rust_site_slots(),
             if compressed::fits(tags, capacity as usize) {
                 ""
             } else {
@@ -170,9 +172,17 @@ pub unsafe extern "C" fn codetag_load_module(module: *mut bindings::module) -> c
 /// `module` is a module whose load failed, still in memory.
 #[no_mangle]
 pub unsafe extern "C" fn codetag_free_module_sections(module: *mut bindings::module) {
-    if !module.is_null() {
-        registry::drop_module(module);
+    if module.is_null() {
+        return;
     }
+    // Its tags were live from `codetag_load_module()` on, so they may
+    // have been armed meanwhile (while `parse_args()` ran its code, say).
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+    // SAFETY: a module whose load failed, its tags still in place (caller).
+    unsafe {
+        super::capture::module_unload(module)
+    };
+    registry::drop_module(module);
 }
 
 /// Detaches an unloading module's tags. Reports every tag that still has

@@ -43,12 +43,13 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering
 /// gives it to [`init`].
 pub struct Hooks {
     /// Gives the `len` tags from `start`, which are going live (a module
-    /// loaded, a block added), compressed page-tag indexes; returns the
-    /// first, if they got any. Called with the registry held for writing.
+    /// loaded, or with the flag set a block added), compressed page-tag
+    /// indexes; returns the first, if they got any. Called with the
+    /// registry held for writing.
     ///
     /// Its safety contract: `start..start + len` are valid tags that stay
     /// so until their indexes are given back, nothing charged to them yet.
-    pub assign_ids: unsafe fn(*mut bindings::alloc_tag, usize) -> Option<u32>,
+    pub assign_ids: unsafe fn(*mut bindings::alloc_tag, usize, bool) -> Option<u32>,
     /// Gives back the indexes `assign_ids` gave `len` tags that nothing
     /// uses any more. No lock held.
     pub release_ids: fn(u32, usize),
@@ -136,14 +137,18 @@ impl Segment {
         }
     }
 
-    /// Whether no tag has anything charged. Once a module's code is gone,
-    /// only frees (and splits of what is charged) touch its tags, so the
-    /// bytes of every CPU can only go down: a sum of zero bytes, read CPU by
-    /// CPU, means nothing was charged when the read ended.
+    /// Whether no tag is in use: nothing charged and none armed for
+    /// context capture (whose sites point at their tags until disarmed,
+    /// which happens under the registry's read lock or without it, never
+    /// setting the flag without the read lock). Once a module's code is
+    /// gone, only frees (and splits of what is charged) touch its tags, so
+    /// the bytes of every CPU can only go down: a sum of zero bytes, read
+    /// CPU by CPU, means nothing was charged when the read ended.
     fn drained(&self) -> bool {
         (0..self.len).all(|i| {
-            let c = self.tag(i).read();
-            c.bytes == 0 && c.calls == 0
+            let t = self.tag(i);
+            let c = t.read();
+            c.bytes == 0 && c.calls == 0 && !t.capture_armed()
         })
     }
 }
@@ -700,11 +705,16 @@ pub fn reclaim() {
 /// # Safety
 ///
 /// As for [`Hooks::assign_ids`]; `_w` shows the registry held for writing.
-unsafe fn assign_ids(_w: &WriteGuard, start: *mut bindings::alloc_tag, len: usize) -> Option<u32> {
+unsafe fn assign_ids(
+    _w: &WriteGuard,
+    start: *mut bindings::alloc_tag,
+    len: usize,
+    block: bool,
+) -> Option<u32> {
     let h = hooks()?;
     // SAFETY: the hook's contract is the caller's; the registry is held
     // for writing (`_w`).
-    unsafe { (h.assign_ids)(start, len) }
+    unsafe { (h.assign_ids)(start, len, block) }
 }
 
 /// Adds a block of `len` tags from `start` to the walk, with zeroed
@@ -741,7 +751,7 @@ pub(crate) unsafe fn add_block(start: *mut bindings::alloc_tag, len: usize) -> R
         return Err(ENOMEM);
     }
     // SAFETY: the tags are unused (caller) and stay for good.
-    seg.page_ids = unsafe { assign_ids(&w, start, len) };
+    seg.page_ids = unsafe { assign_ids(&w, start, len, true) };
     // Cannot fail: room was reserved above.
     let _ = w.modules().push(seg, GFP_KERNEL);
     CONTENT_ID.fetch_add(1, Ordering::Release);
@@ -761,7 +771,7 @@ pub(crate) fn assign_missing_ids() {
         if seg.sparse && seg.page_ids.is_none() {
             // SAFETY: the block's tags are valid for good; indexes are
             // only set in their flags, atomically.
-            let ids = unsafe { assign_ids(&w, seg.start, seg.len) };
+            let ids = unsafe { assign_ids(&w, seg.start, seg.len, true) };
             w.modules()[i].page_ids = ids;
         }
     }
@@ -862,7 +872,7 @@ pub(crate) unsafe fn module_live(module: *mut bindings::module) -> Result {
     }
     // SAFETY: the module's tags, not yet used (its code has not run), in
     // its tag area until the segment is released.
-    seg.page_ids = unsafe { assign_ids(&w, seg.start, seg.len) };
+    seg.page_ids = unsafe { assign_ids(&w, seg.start, seg.len, false) };
     seg.state = SegmentState::Live;
     w.modules()[idx] = seg;
     CONTENT_ID.fetch_add(1, Ordering::Release);

@@ -706,8 +706,12 @@ fn register_locked(
         (*ct).lineno = d.line;
         (*ct).modname = modname.cast();
         (*ct).function = d.func.as_ptr().cast();
-        AtomicU32::from_ptr(core::ptr::addr_of_mut!((*ct).flags))
-            .fetch_and(!bindings::CODETAG_FLAG_INACCURATE, Ordering::Relaxed);
+        // A new site starts exact and disarmed, whatever the tag's last
+        // site left (a drained site is never unlisted while armed).
+        AtomicU32::from_ptr(core::ptr::addr_of_mut!((*ct).flags)).fetch_and(
+            !(bindings::CODETAG_FLAG_INACCURATE | super::tag::CODETAG_FLAG_CAPTURE),
+            Ordering::Relaxed,
+        );
         filename(ct).store(d.file.as_mut_ptr(), Ordering::Release);
     }
     site.state.store(SiteState::Live);
@@ -814,8 +818,10 @@ pub(crate) fn unlist_drained() -> usize {
             if site.state.load() != SiteState::Detached {
                 continue;
             }
+            // An armed tag is in use (capture points at it until disarmed;
+            // arming holds the registry for reading, so not meanwhile).
             let c = site.tag().read();
-            if c.bytes != 0 || c.calls != 0 {
+            if c.bytes != 0 || c.calls != 0 || site.tag().capture_armed() {
                 continue;
             }
             // SAFETY: the site's tag; no reader holds the registry.
@@ -876,8 +882,27 @@ const _: () = assert!(size_of::<Block>() <= BLOCK_BYTES);
 // Free-list links are `u32`.
 const _: () = assert!(MAX_BLOCKS * BLOCK_TAGS < u32::MAX as usize);
 
+/// The grow mutex, held: blocks are added one caller at a time.
+struct GrowLock;
+
+impl GrowLock {
+    fn new() -> GrowLock {
+        // SAFETY: process context (every caller of `grow()`).
+        unsafe { bindings::alloc_tag_sites_grow_lock() };
+        GrowLock
+    }
+}
+
+impl Drop for GrowLock {
+    fn drop(&mut self) {
+        // SAFETY: taken in `new`.
+        unsafe { bindings::alloc_tag_sites_grow_unlock() };
+    }
+}
+
 /// Adds one block of free sites. Process context; may sleep.
 fn grow() -> bool {
+    let _grow = GrowLock::new();
     if SITES.nr_blocks.load(Ordering::Acquire) >= MAX_BLOCKS {
         return false;
     }
@@ -905,8 +930,8 @@ fn grow() -> bool {
     }
     let _lock = SitesLock::new();
     let n = SITES.nr_blocks.load(Ordering::Relaxed);
-    // SAFETY: `n < MAX_BLOCKS`: blocks are only added here, from the work
-    // item and the initcall, which do not run at once.
+    // SAFETY: `n < MAX_BLOCKS`: blocks are only added here, under the grow
+    // mutex, which was held since the check above.
     unsafe { (*SITES.blocks.get())[n] = block };
     SITES.nr_blocks.store(n + 1, Ordering::Release);
     for i in (n * BLOCK_TAGS..(n + 1) * BLOCK_TAGS).rev() {
@@ -915,6 +940,15 @@ fn grow() -> bool {
     }
     SITES.free.fetch_add(BLOCK_TAGS, Ordering::Relaxed);
     true
+}
+
+/// Adds blocks until there are as many as Kconfig allows (or memory runs
+/// out), as the work item does one at a time when free sites run low;
+/// returns the number of site tags then. Process context; may sleep. For
+/// tests that need the whole pool in place (the compressed index budget).
+pub fn grow_all() -> usize {
+    while grow() {}
+    nr_sites()
 }
 
 /// The work item that adds a block of sites when they run low.

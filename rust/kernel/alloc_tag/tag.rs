@@ -15,7 +15,7 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 /// `CODETAG_FLAG_CAPTURE` of include/linux/codetag.h (`BIT(1)`, which
 /// bindgen does not evaluate; rust/helpers/alloc_tag.c checks the value).
-const CODETAG_FLAG_CAPTURE: u32 = 1 << 1;
+pub(crate) const CODETAG_FLAG_CAPTURE: u32 = 1 << 1;
 
 /// Where the two counters sit in `struct alloc_tag_counters`.
 const BYTES_OFF: usize = offset_of!(bindings::alloc_tag_counters, bytes);

@@ -399,6 +399,19 @@ static inline int ai_sysctl_read(void)
 	return -EBADMSG;
 }
 
+/*
+ * Whether the sysctl switches profiling in this boot: writing its own value
+ * back is accepted (and changes nothing).  Upstream 6.12 makes the file
+ * 0444 after never and with CONFIG_MEM_ALLOC_PROFILING_DEBUG; ours keeps it
+ * 0644 and refuses the write (-EINVAL, -EACCES), as upstream 7.0 does.
+ */
+static inline bool ai_sysctl_switchable(void)
+{
+	int v = ai_sysctl_read();
+
+	return v >= 0 && !ai_sysctl_write(v ? "1" : "0", 1);
+}
+
 /* Does one kernel log line contain every one of the NULL-terminated needles? */
 static inline bool ai_kmsg_has(const char *needle, ...)
 {

@@ -6,11 +6,16 @@
  * stacks for the site, each naming its caller, with exact live bytes and
  * calls; freeing one caller's objects zeroes its stack; disarming keeps the
  * site's /proc/allocinfo totals exact, before and after the objects go.
- * Bad commands are refused.  A record whose allocation fails (failslab
- * through this thread's fail-nth) leaves the object allocated and counted
- * on the site, as uncaptured.  Pages ("capture_pages": orders 0, 1, 2 from
- * three callers) get records when their tags live in page_ext, none in
- * compressed mode; a split drops the block's record, a tail free keeps it.
+ * Bad commands are refused.  Records come from a pool, never from an
+ * allocation of their own: an object whose allocation fails (failslab
+ * through this thread's fail-nth) takes no record, and with the pool empty
+ * an object is counted on the site as uncaptured.  Pages ("capture_pages":
+ * orders 0, 1, 2 from three callers) get records when their tags live in
+ * page_ext, none in compressed mode; a split drops the block's record, a
+ * tail free keeps it.  Any site can be armed, the allocator's own
+ * included (every site of /proc/allocinfo is, in turn); arming is all or
+ * nothing, also when memory runs out; an armed tag of an unloaded module
+ * outlives its allocations until disarmed.
  * Not on the upstream C core, which has no capture.
  */
 #include "alloc_tag_util.h"
@@ -156,6 +161,44 @@ static int ai_find_func(const char *func, struct ai_row *out)
 	return ai_walk(ai_find_func_fn, out) == 1 ? 0 : -ENOENT;
 }
 
+/* The report's "N of M sites armed". */
+static int cap_armed(void)
+{
+	size_t len;
+	char *text = ai_slurp(CAP_PATH, 4096, &len);
+	int n = -1;
+
+	if (text && sscanf(text, "# allocinfo capture 1.0: %d of", &n) != 1)
+		n = -1;
+	free(text);
+	return n;
+}
+
+/* Whether the report contains @needle. */
+static bool cap_has(const char *needle)
+{
+	size_t len;
+	char *text = ai_slurp(CAP_PATH, 4096, &len);
+	bool found = text && strstr(text, needle);
+
+	free(text);
+	return found;
+}
+
+/* The report's live records ("N of M records live"). */
+static int cap_records(void)
+{
+	size_t len;
+	char *text = ai_slurp(CAP_PATH, 4096, &len);
+	int armed, max, n = -1;
+
+	if (text && sscanf(text, "# allocinfo capture 1.0: %d of %d sites armed, %d of",
+			   &armed, &max, &n) != 3)
+		n = -1;
+	free(text);
+	return n;
+}
+
 FIXTURE(capture) {
 	struct att_site s;
 	struct ai_row start;
@@ -283,8 +326,13 @@ TEST_F(capture, bad_commands)
 	EXPECT_EQ(-EINVAL, cap_cmd("arm %s:%u extra", self->s.file, self->s.line));
 	EXPECT_EQ(-EINVAL, cap_cmd("fire %s:%u", self->s.file, self->s.line));
 	EXPECT_EQ(-ENOENT, cap_cmd("disarm %s:%u", self->s.file, self->s.line));
-	/* The records' own allocation site would recurse. */
-	EXPECT_EQ(-EINVAL, cap_cmd("arm function:rust_helper_alloc_tag_capture_alloc"));
+	EXPECT_EQ(-EINVAL, cap_cmd("disarm"));
+	EXPECT_EQ(-EINVAL, cap_cmd("disarm all extra"));
+	EXPECT_EQ(-EINVAL, cap_cmd("arm function:"));
+	EXPECT_EQ(-EINVAL, cap_cmd("arm :12"));
+	EXPECT_EQ(-EINVAL, cap_cmd("arm %s:%u module:", self->s.file, self->s.line));
+	EXPECT_EQ(-EINVAL, cap_cmd("arm %s:99999999999", self->s.file));
+	EXPECT_EQ(0, cap_armed());
 }
 
 /*
@@ -392,30 +440,6 @@ TEST_F(capture, pages)
 	EXPECT_SITE_ROW(&p, &start, 0, 0, "all freed");
 }
 
-/* The report's "N of M sites armed". */
-static int cap_armed(void)
-{
-	size_t len;
-	char *text = ai_slurp(CAP_PATH, 4096, &len);
-	int n = -1;
-
-	if (text && sscanf(text, "# allocinfo capture 1.0: %d of", &n) != 1)
-		n = -1;
-	free(text);
-	return n;
-}
-
-/* Whether the report contains @needle. */
-static bool cap_has(const char *needle)
-{
-	size_t len;
-	char *text = ai_slurp(CAP_PATH, 4096, &len);
-	bool found = text && strstr(text, needle);
-
-	free(text);
-	return found;
-}
-
 /* 8 sites at most; a command that would pass the cap is refused. */
 TEST_F(capture, site_cap)
 {
@@ -471,20 +495,6 @@ TEST_F(capture, module_unload_with_records)
 	EXPECT_EQ(3, r.calls);
 	ASSERT_EQ(0, att_ctl("release"));
 	EXPECT_NE(0, ai_find_func("ath_obj", &r)) TH_LOG("the row outlived its objects");
-}
-
-/* The report's live records ("N of M records live"). */
-static int cap_records(void)
-{
-	size_t len;
-	char *text = ai_slurp(CAP_PATH, 4096, &len);
-	int armed, max, n = -1;
-
-	if (text && sscanf(text, "# allocinfo capture 1.0: %d of %d sites armed, %d of",
-			   &armed, &max, &n) != 3)
-		n = -1;
-	free(text);
-	return n;
 }
 
 /*
@@ -551,16 +561,17 @@ static int fi_slab(bool on)
 
 /*
  * "capture 0 1" with the @nth slab allocation of the write failing: the
- * object's (the command fails, nothing changes) or the record's (the object
- * is counted on the site, uncaptured), or one after both.  A fourth outcome
- * when the object needs a new slab: the failure hits the slab's extension
- * vector, and the object is allocated but not counted (no reference, so no
- * record either; the row says accurate:no).  That slab then exists, so the
- * same nth is tried again, and the record's failure is still reached.
+ * object's (the command fails, nothing changes, no record is taken), or
+ * one after it (the object is counted on the site, with a record from the
+ * pool: records are never allocated on the allocation's path).  A third
+ * outcome when the object needs a new slab: the failure hits the slab's
+ * extension vector, and the object is allocated but not counted (no
+ * reference, so no record either; the row says accurate:no).  That slab
+ * then exists, so the same nth is tried again.
  */
-TEST_F(capture, record_allocation_fails)
+TEST_F(capture, object_allocation_fails)
 {
-	int ok = 0, uncaptured_seen = 0, failed = 0, untracked = 0, ctl;
+	int ok = 0, failed = 0, untracked = 0, ctl;
 	struct cap_site cs;
 	struct ai_row r;
 
@@ -570,13 +581,14 @@ TEST_F(capture, record_allocation_fails)
 	ASSERT_LE(0, ctl);
 	ASSERT_EQ(0, cap_cmd("arm %s:%u", self->s.file, self->s.line));
 	for (int nth = 1, retries = 0; nth <= 8; nth++) {
-		long long before_unc, before_cap, delta;
+		long long before_unc, before_cap, before_live, delta;
 		char v[8];
 		int ret;
 
 		ASSERT_EQ(0, cap_read(&self->s, &cs));
 		before_unc = cs.uncaptured;
 		before_cap = cs.captured;
+		before_live = cap_records();
 		snprintf(v, sizeof(v), "%d", nth);
 		ASSERT_EQ(0, ai_write("/proc/thread-self/fail-nth", v, strlen(v)));
 		ret = write(ctl, "capture 0 1", 11) < 0 ? -errno : 0;
@@ -586,6 +598,7 @@ TEST_F(capture, record_allocation_fails)
 			EXPECT_EQ(-ENOMEM, ret);
 			EXPECT_EQ(before_unc, cs.uncaptured);
 			EXPECT_EQ(before_cap, cs.captured);
+			EXPECT_EQ(before_live, cap_records());
 			failed++;
 			continue;
 		}
@@ -599,18 +612,11 @@ TEST_F(capture, record_allocation_fails)
 			continue;
 		}
 		EXPECT_EQ(1, delta) TH_LOG("nth %d: one allocation, recorded or not", nth);
-		uncaptured_seen += cs.uncaptured - before_unc;
+		EXPECT_EQ(before_live + (cs.captured - before_cap), cap_records());
 	}
 	close(ctl);
 	fi_slab(false);
 	EXPECT_LE(1, failed) TH_LOG("no object allocation failed");
-	/*
-	 * At least one nth hits the record.  More can: when the object needs
-	 * a new slab, that slab's extension vector is allocated before the
-	 * record, which moves the record's failure to the next nth.
-	 */
-	EXPECT_LE(1, uncaptured_seen) TH_LOG("no record allocation failed");
-	EXPECT_GE(ok - untracked, uncaptured_seen);
 	/* Every object that was allocated and counted is on the site's row. */
 	EXPECT_ROW((ok - untracked) * ai_kmalloc_bytes(64), ok - untracked, "after the failures");
 	if (untracked) {
@@ -619,8 +625,304 @@ TEST_F(capture, record_allocation_fails)
 			TH_LOG("%d objects not counted, row not marked", untracked);
 	}
 	ASSERT_EQ(0, cap_cmd("disarm all"));
+	EXPECT_EQ(0, cap_records());
 	ASSERT_EQ(0, att_ctl("free capture"));
 	EXPECT_ROW(0, 0, "all freed");
+}
+
+/*
+ * More objects at once than the pool holds when the site is armed (64
+ * records, refilled from a work item as it runs low): every object is
+ * counted on the site, each either captured (with a live record) or
+ * uncaptured, at least the first 64 captured; all records go at disarm.
+ */
+TEST_F(capture, record_pool)
+{
+	struct cap_site cs;
+
+	ASSERT_EQ(0, cap_cmd("arm %s:%u", self->s.file, self->s.line));
+	ASSERT_EQ(0, att_ctl("capture 1 1000"));
+	EXPECT_ROW(1000 * ai_kmalloc_bytes(128), 1000, "1000 objects");
+	ASSERT_EQ(0, cap_read(&self->s, &cs));
+	EXPECT_EQ(1000, cs.captured + cs.uncaptured);
+	EXPECT_LE(64, cs.captured);
+	EXPECT_EQ(cs.captured, cap_records());
+	ASSERT_EQ(0, cap_cmd("disarm all"));
+	EXPECT_EQ(0, cap_records());
+	ASSERT_EQ(0, att_ctl("free capture"));
+	EXPECT_ROW(0, 0, "all freed");
+}
+
+/* The (function, module) of the first rows that name one function 2 to 8 times. */
+struct cap_multi {
+	char func[128], module[64];
+	int n;
+};
+
+static int cap_multi_fn(const struct ai_row *r, void *arg)
+{
+	struct cap_multi *m = arg;
+
+	if (m->n >= 2)
+		return 0;
+	if (!strcmp(m->func, r->func) && !strcmp(m->module, r->module)) {
+		m->n++;
+		return 0;
+	}
+	snprintf(m->func, sizeof(m->func), "%s", r->func);
+	snprintf(m->module, sizeof(m->module), "%s", r->module);
+	m->n = 1;
+	return 0;
+}
+
+/* Rows of function @func in module @module ("" for vmlinux). */
+struct cap_count {
+	const char *func, *module;
+	int n;
+};
+
+static int cap_count_fn(const struct ai_row *r, void *arg)
+{
+	struct cap_count *c = arg;
+
+	c->n += !strcmp(c->func, r->func) && !strcmp(c->module, r->module);
+	return 0;
+}
+
+/*
+ * Arming is all or nothing: a spec naming several sites, with the @nth
+ * allocation of the write failing (a site's state, the slab extension
+ * vector of a new slab for one, which fails nothing, or the record pool's
+ * first chunk, which falls back to vmalloc), arms none of them and returns
+ * -ENOMEM; else it arms them all.  Every nth from 1 to 12 is tried, so the
+ * failures land on the first site's allocation and on later ones.
+ */
+TEST_F(capture, arm_all_or_nothing)
+{
+	struct cap_multi m = { "", "", 0 };
+	int enomem = 0, armed_all = 0;
+	struct cap_count c;
+	char cmd[256];
+
+	if (fi_slab(true))
+		SKIP(return, "no failslab or fail-nth");
+	/* Consecutive rows of one function: a function with several sites. */
+	ASSERT_LE(0, ai_walk(cap_multi_fn, &m));
+	ASSERT_EQ(2, m.n) TH_LOG("no function with two sites in a row");
+	c = (struct cap_count){ m.func, m.module, 0 };
+	ASSERT_LE(0, ai_walk(cap_count_fn, &c));
+	if (c.n > 8)
+		SKIP(return, "function %s has %d sites", m.func, c.n);
+	if (m.module[0])
+		snprintf(cmd, sizeof(cmd), "arm function:%s module:%s", m.func, m.module);
+	else
+		snprintf(cmd, sizeof(cmd), "arm function:%s", m.func);
+	TH_LOG("%s: %d sites", cmd, c.n);
+	for (int nth = 1; nth <= 12; nth++) {
+		int fd = open(CAP_PATH, O_WRONLY), ret;
+		char v[8];
+
+		ASSERT_LE(0, fd);
+		snprintf(v, sizeof(v), "%d", nth);
+		/* Only the command's allocations: the file is open already. */
+		ASSERT_EQ(0, ai_write("/proc/thread-self/fail-nth", v, strlen(v)));
+		ret = write(fd, cmd, strlen(cmd)) < 0 ? -errno : 0;
+		ai_write("/proc/thread-self/fail-nth", "0", 1);
+		close(fd);
+		if (ret) {
+			ASSERT_EQ(-ENOMEM, ret) TH_LOG("nth %d", nth);
+			EXPECT_EQ(0, cap_armed()) TH_LOG("nth %d: -ENOMEM left sites armed", nth);
+			enomem++;
+		} else {
+			EXPECT_EQ(c.n, cap_armed()) TH_LOG("nth %d", nth);
+			armed_all++;
+		}
+		EXPECT_EQ(0, cap_records());
+		ASSERT_EQ(0, cap_cmd("disarm all"));
+	}
+	fi_slab(false);
+	/* Each site's state failed at some nth, and the rest went through. */
+	EXPECT_LE(c.n, enomem);
+	EXPECT_LE(1, armed_all);
+	EXPECT_EQ(0, cap_armed());
+}
+
+/*
+ * The allocator's own sites: slab pages armed, then objects that need new
+ * slabs (in the cache the records' pool would come from, too).  The
+ * record path allocates nothing, so nothing recurses; the slab pages are
+ * captured (or counted uncaptured), and all goes at disarm.
+ */
+TEST_F(capture, arm_slab_pages)
+{
+	size_t len;
+	char *text;
+
+	ASSERT_EQ(0, cap_cmd("arm function:alloc_slab_page"));
+	ASSERT_EQ(0, att_ctl("kmalloc 200 600"));
+	ASSERT_EQ(0, att_ctl("kmalloc 4000 200"));
+	text = ai_slurp(CAP_PATH, 4096, &len);
+	ASSERT_NE(NULL, text);
+	EXPECT_NE(NULL, strstr(text, " func:alloc_slab_page bytes:"));
+	free(text);
+	ASSERT_EQ(0, att_ctl("free kmalloc"));
+	ASSERT_EQ(0, cap_cmd("disarm all"));
+	EXPECT_EQ(0, cap_records());
+}
+
+struct cap_sites {
+	struct ai_row *rows;
+	int n, cap;
+};
+
+static int cap_sites_fn(const struct ai_row *r, void *arg)
+{
+	struct cap_sites *s = arg;
+
+	if (s->n == s->cap) {
+		struct ai_row *nr = realloc(s->rows, (s->cap * 2 + 64) * sizeof(*nr));
+
+		if (!nr)
+			return -ENOMEM;
+		s->rows = nr;
+		s->cap = s->cap * 2 + 64;
+	}
+	s->rows[s->n++] = *r;
+	return 0;
+}
+
+static int cap_arm_row(const struct ai_row *r)
+{
+	if (r->module[0])
+		return cap_cmd("arm %s:%u module:%s", r->file, r->line, r->module);
+	return cap_cmd("arm %s:%u", r->file, r->line);
+}
+
+/* Some of everything the test module allocates, and a process. */
+static void cap_activity(struct __test_metadata *_metadata)
+{
+	static const char *const cmds[] = {
+		"kmalloc 100 8", "cache 8", "pages 0 2", "pages 2 1", "vmalloc 20000 1",
+		"percpu 64 2", "capture 2 2", "rust alloc",
+	};
+	pid_t pid;
+	size_t len;
+	char *text;
+
+	for (unsigned int i = 0; i < ARRAY_SIZE(cmds); i++)
+		att_ctl("%s", cmds[i]);
+	pid = fork();
+	if (!pid)
+		_exit(0);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	text = ai_slurp(CAP_PATH, 4096, &len);
+	EXPECT_NE(NULL, text);
+	free(text);
+	text = ai_slurp(AI_PATH, 4096, &len);
+	EXPECT_NE(NULL, text);
+	free(text);
+	for (unsigned int i = 0; i < ARRAY_SIZE(cmds); i++) {
+		char kind[32];
+
+		sscanf(cmds[i], "%31s", kind);
+		if (!strcmp(kind, "rust"))
+			att_ctl("rust free");
+		else
+			att_ctl("free %s", kind);
+	}
+}
+
+/*
+ * Every site of /proc/allocinfo armed in turn, eight at a time, with
+ * allocations of every kind and a fork while they are armed: the
+ * allocator's internals (slab pages, page_ext, vmalloc, percpu, the stack
+ * unwinder's), the core's own and capture's own record pool included.
+ * Nothing is refused but too many sites at once (a FILE:LINE that several
+ * tags share); no record outlives the disarm.
+ */
+TEST_F(capture, arm_every_site)
+{
+	struct cap_sites all = { NULL, 0, 0 };
+	int armed = 0, shared = 0, gone = 0, in_group = 0;
+
+	ASSERT_EQ(0, ai_walk(cap_sites_fn, &all));
+	ASSERT_LT(100, all.n);
+	for (int i = 0; i < all.n; i++) {
+		int ret = cap_arm_row(&all.rows[i]);
+
+		if (ret == -ENOSPC && in_group) {
+			cap_activity(_metadata);
+			ASSERT_EQ(0, cap_cmd("disarm all"));
+			in_group = 0;
+			ret = cap_arm_row(&all.rows[i]);
+		}
+		if (ret == -ENOSPC) {
+			shared++;	/* more than 8 tags on one FILE:LINE */
+			continue;
+		}
+		if (ret == -ENOENT) {
+			gone++;		/* a Rust site or a module's tag that went */
+			continue;
+		}
+		ASSERT_EQ(0, ret) TH_LOG("arm %s:%u %s", all.rows[i].file, all.rows[i].line,
+					 all.rows[i].module);
+		armed++;
+		in_group++;
+		if (in_group == 8) {
+			cap_activity(_metadata);
+			ASSERT_EQ(0, cap_cmd("disarm all"));
+			in_group = 0;
+		}
+	}
+	if (in_group) {
+		cap_activity(_metadata);
+		ASSERT_EQ(0, cap_cmd("disarm all"));
+	}
+	TH_LOG("%d of %d sites armed, %d shared, %d gone", armed, all.n, shared, gone);
+	EXPECT_LE(all.n - 50, armed);
+	EXPECT_EQ(0, cap_armed());
+	EXPECT_EQ(0, cap_records());
+	free(all.rows);
+}
+
+/*
+ * A detached tag of an unloaded module can be armed; its tag area then
+ * outlives the module's last allocation until it is disarmed (no report
+ * reads a freed tag), and goes at the next reclaim after.
+ */
+TEST_F(capture, armed_detached_tag_outlives_its_allocations)
+{
+	struct ai_row r;
+	size_t len;
+	char *text;
+	int ret;
+
+	ASSERT_EQ(0, att_ctl("release"));
+	ret = ai_load_module("alloc_tag_test_hold");
+	if (ret == -ENOENT)
+		SKIP(return, "alloc_tag_test_hold.ko not found");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, ai_unload_module("alloc_tag_test_hold"));
+	ASSERT_EQ(0, ai_find_func("ath_obj", &r)) TH_LOG("the row went with the module");
+	ASSERT_EQ(0, cap_cmd("arm function:ath_obj module:alloc_tag_test_hold"));
+	EXPECT_EQ(1, cap_armed());
+	/* Its allocations go, and a read of /proc/allocinfo reclaims. */
+	ASSERT_EQ(0, att_ctl("release"));
+	text = ai_slurp(AI_PATH, 4096, &len);
+	ASSERT_NE(NULL, text);
+	free(text);
+	text = ai_slurp(CAP_PATH, 4096, &len);
+	ASSERT_NE(NULL, text);
+	EXPECT_NE(NULL, strstr(text, "func:ath_obj module:alloc_tag_test_hold bytes:0 calls:0 "));
+	free(text);
+	ASSERT_EQ(0, ai_find_func("ath_obj", &r)) TH_LOG("an armed tag's row went");
+	EXPECT_EQ(0, r.bytes);
+	EXPECT_EQ(0, r.calls);
+	ASSERT_EQ(0, cap_cmd("disarm function:ath_obj module:alloc_tag_test_hold"));
+	EXPECT_EQ(0, cap_armed());
+	/* Disarmed and drained: the next reclaim frees the tag area. */
+	EXPECT_NE(0, ai_find_func("ath_obj", &r)) TH_LOG("the row outlived the disarm");
 }
 
 TEST_HARNESS_MAIN

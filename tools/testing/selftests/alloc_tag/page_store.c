@@ -210,4 +210,92 @@ TEST_F(store, module_kmalloc_exact)
 	ASSERT_EQ(0, att_ctl("free kmalloc"));
 }
 
+/* The row of function @func of the hold module. */
+struct hold_row {
+	const char *func;
+	struct ai_row row;
+	int n;
+};
+
+static int hold_row_fn(const struct ai_row *r, void *arg)
+{
+	struct hold_row *h = arg;
+
+	if (!strcmp(r->func, h->func) && !strcmp(r->module, "alloc_tag_test_hold")) {
+		h->row = *r;
+		h->n++;
+	}
+	return 0;
+}
+
+/* The Rust test module's "page_ids MODULES RUST" line: indexes in use. */
+static int page_ids(long *modules, long *rust)
+{
+	FILE *f = fopen(ATT_DIR "/rust_sites", "r");
+	char word[64];
+	int ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%63s", word) == 1) {
+		if (!strcmp(word, "page_ids")) {
+			ret = fscanf(f, "%ld %ld", modules, rust) == 2 ? 0 : -EBADMSG;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/*
+ * Rust call-site tags have an index reserve of their own: adding every
+ * block of Rust site tags Kconfig allows ("rust grow") takes no module
+ * index, and a module loaded afterwards gets indexes, so its page rows are
+ * exact and nothing of it lands on the overflow row.
+ */
+TEST_F(store, rust_blocks_leave_module_ids)
+{
+	struct hold_row big = { "ath_big" }, obj = { "ath_obj" };
+	long mods0, rust0, mods1, rust1;
+	struct scan s0, s1;
+	int ret;
+
+	if (strcmp(self->store, "compressed"))
+		SKIP(return, "page tags are not compressed with room to spare");
+	if (access(ATT_DIR, F_OK))
+		SKIP(return, "alloc_tag_test module not loaded");
+	if (access(AI_MODDIR "/alloc_tag_rust_test.ko", F_OK))
+		SKIP(return, "no alloc_tag_rust_test.ko (kernel without CONFIG_RUST)");
+	ASSERT_EQ(0, ai_load_module("alloc_tag_rust_test"));
+	ASSERT_EQ(0, page_ids(&mods0, &rust0));
+	ASSERT_EQ(0, att_ctl("rust grow"));
+	ASSERT_EQ(0, page_ids(&mods1, &rust1));
+	TH_LOG("indexes in use: modules %ld -> %ld, Rust sites %ld -> %ld",
+	       mods0, mods1, rust0, rust1);
+	EXPECT_EQ(mods0, mods1) TH_LOG("Rust site blocks took module indexes");
+	EXPECT_LE(rust0, rust1);
+	EXPECT_LT(0, rust1);
+	ASSERT_EQ(0, ai_unload_module("alloc_tag_rust_test"));
+	ASSERT_EQ(0, att_ctl("release"));
+	ASSERT_EQ(0, scan(&s0));
+	ret = ai_load_module_params("alloc_tag_test_hold", "big=2");
+	if (ret == -ENOENT)
+		SKIP(return, "alloc_tag_test_hold.ko not found");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, scan(&s1));
+	ASSERT_EQ(0, ai_walk(hold_row_fn, &big));
+	ASSERT_EQ(0, ai_walk(hold_row_fn, &obj));
+	ASSERT_EQ(1, big.n);
+	EXPECT_EQ(2 * (PAGE << 4), big.row.bytes);
+	EXPECT_EQ(2, (long long)big.row.calls);
+	EXPECT_FALSE(big.row.inaccurate) TH_LOG("the module's pages went to the overflow row");
+	ASSERT_EQ(1, obj.n);
+	EXPECT_EQ(3 * ai_kmalloc_bytes(512), obj.row.bytes);
+	EXPECT_FALSE(obj.row.inaccurate);
+	EXPECT_EQ(s0.overflow.bytes, s1.overflow.bytes);
+	EXPECT_EQ(s0.overflow.calls, s1.overflow.calls);
+	ASSERT_EQ(0, ai_unload_module("alloc_tag_test_hold"));
+	ASSERT_EQ(0, att_ctl("release"));
+}
+
 TEST_HARNESS_MAIN

@@ -194,7 +194,8 @@ fn alloc_all(h: &mut Held) -> Result {
     alloc_atomic(h)
 }
 
-/// The command callback: 1 alloc, 2 free, 3 adopt.
+/// The command callback: 1 alloc, 2 free, 3 adopt, 4 grow (every block of
+/// Rust site tags in place now).
 ///
 /// # Safety
 ///
@@ -209,6 +210,10 @@ unsafe extern "C" fn cmd(op: c_int) -> c_int {
             Ok(())
         }
         3 => adopt_kbox(),
+        4 => {
+            kernel::alloc_tag::rust_sites::grow_all();
+            Ok(())
+        }
         _ => Err(EINVAL),
     };
     match r {
@@ -237,7 +242,8 @@ impl core::fmt::Write for Buf<'_> {
 }
 
 /// The sites callback: `<kind> <line> <function>` lines, then
-/// with our core `lock_hold <most reads under one hold> <bound>`,
+/// with our core `lock_hold <most reads under one hold> <bound>` and
+/// `page_ids <module indexes used> <Rust site indexes used>`,
 /// NUL-terminated.
 ///
 /// # Safety
@@ -261,6 +267,12 @@ unsafe extern "C" fn sites(out: *mut c_char, len: usize) -> isize {
         let hold = kernel::alloc_tag::rust_sites::max_lock_hold();
         let bound = kernel::alloc_tag::rust_sites::LOCK_HOLD_BOUND;
         if writeln!(w, "lock_hold {} {}", hold, bound).is_err() {
+            return ENOSPC.to_errno() as isize;
+        }
+        // Compressed page-tag indexes in use by module tags and by Rust
+        // site blocks (0 0 when page tags are not compressed).
+        let (modules, rust) = kernel::alloc_tag::compressed::slots_used();
+        if writeln!(w, "page_ids {} {}", modules, rust).is_err() {
             return ENOSPC.to_errno() as isize;
         }
     }

@@ -37,7 +37,9 @@
  *                      while holding a second reference to the head page
  *   capture_pages_free CALLER  free the pages caller CALLER allocated
  *   release            free what other modules handed over (att_adopt())
- *   rust alloc|free|adopt  the Rust test module's command (att_rust_register())
+ *   rust alloc|free|adopt|grow  the Rust test module's command
+ *                      (att_rust_register()); grow adds every block of
+ *                      Rust site tags Kconfig allows
  *
  * Objects are held until freed; what is still held at unload is freed then.
  * att_adopt() takes objects that another module allocated (at its own sites)
@@ -164,7 +166,7 @@ EXPORT_SYMBOL_GPL(att_rust_register);
 /* Runs a Rust test module command, outside att_lock (it may call att_adopt()). */
 static int att_rust_command(const char *word)
 {
-	static const char *const ops[] = { "alloc", "free", "adopt" };
+	static const char *const ops[] = { "alloc", "free", "adopt", "grow" };
 	int op, ret = -ENODEV;
 
 	for (op = 0; op < ARRAY_SIZE(ops); op++)
