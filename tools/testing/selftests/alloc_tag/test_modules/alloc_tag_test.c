@@ -36,6 +36,10 @@
  *   capture_pages_tails CALLER  __free_pages() of CALLER's whole blocks held
  *                      while holding a second reference to the head page
  *   capture_pages_free CALLER  free the pages caller CALLER allocated
+ *   kfence SIZE N      kmalloc(SIZE) at the "kfence" site, one per 2 ms, until
+ *                      N of the objects held there are KFENCE objects (or
+ *                      1024 are held); info's kfence_held and kfence_objects
+ *                      count them
  *   release            free what other modules handed over (att_adopt())
  *   rust alloc|free|adopt|grow  the Rust test module's command
  *                      (att_rust_register()); grow adds every block of
@@ -51,7 +55,9 @@
 #include <linux/completion.h>
 #include <linux/cpu.h>
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/gfp.h>
+#include <linux/kfence.h>
 #include <linux/kthread.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -83,6 +89,7 @@ enum att_kind {
 	ATT_PERCPU_ACCT,
 	ATT_CAPTURE,
 	ATT_CAPTURE_PAGES,
+	ATT_KFENCE,
 	ATT_NR_KINDS,
 };
 
@@ -100,6 +107,7 @@ static const char *const att_kind_name[ATT_NR_KINDS] = {
 	[ATT_PERCPU_ACCT]	= "percpu_acct",
 	[ATT_CAPTURE]		= "capture",
 	[ATT_CAPTURE_PAGES]	= "capture_pages",
+	[ATT_KFENCE]		= "kfence",
 };
 
 struct att_site {
@@ -433,6 +441,42 @@ static void *att_stress_toggle(size_t size)
 	return ATT_SITE(ATT_STRESS_TOGGLE, kmalloc(size, GFP_KERNEL));
 }
 
+static void *att_do_kfence(size_t size)
+{
+	return ATT_SITE(ATT_KFENCE, kmalloc(size, GFP_KERNEL));
+}
+
+/* KFENCE objects among those held of kind "kfence". */
+static unsigned int att_kfence_objects(void)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < att_nr_held[ATT_KFENCE]; i++)
+		n += is_kfence_address(att_held[ATT_KFENCE][i].ptr);
+	return n;
+}
+
+/*
+ * kmalloc(@size) at the "kfence" site until @want of the objects held are
+ * KFENCE's (each try after a sleep longer than a 1 ms sample interval, so
+ * that the next allocation is sampled), or ATT_MAX_HELD are held.  Without
+ * KFENCE sampling none ever is: the command then only fills the site.
+ */
+static int att_kfence(size_t size, unsigned int want)
+{
+	while (att_kfence_objects() < want && att_nr_held[ATT_KFENCE] < ATT_MAX_HELD) {
+		struct att_held *h = &att_held[ATT_KFENCE][att_nr_held[ATT_KFENCE]];
+
+		usleep_range(2000, 3000);
+		memset(h, 0, sizeof(*h));
+		h->ptr = att_do_kfence(size);
+		if (!h->ptr)
+			return -ENOMEM;
+		att_nr_held[ATT_KFENCE]++;
+	}
+	return 0;
+}
+
 static void att_probe_sites(void)
 {
 	att_probing = true;
@@ -449,6 +493,7 @@ static void att_probe_sites(void)
 	att_do_node(0);
 	att_capture_wrapper(0);
 	att_capture_pages_wrapper(0);
+	att_do_kfence(0);
 	att_probing = false;
 }
 
@@ -460,6 +505,7 @@ static void att_free_one(enum att_kind kind, struct att_held *h)
 	case ATT_KMALLOC:
 	case ATT_LARGE:
 	case ATT_CAPTURE:
+	case ATT_KFENCE:
 		kfree(h->ptr);
 		break;
 	case ATT_CACHE:
@@ -756,6 +802,8 @@ static int att_command(char *buf)
 	}
 	if (!strcmp(argv[0], "order2") && argc == 2)
 		return att_alloc(ATT_ORDER2, 0, a);
+	if (!strcmp(argv[0], "kfence") && argc == 3)
+		return att_kfence(a, b);
 	if (argc != 3 || att_kind_parse(argv[0], &kind))
 		return -EINVAL;
 	switch (kind) {
@@ -835,6 +883,10 @@ static int att_info_show(struct seq_file *m, void *v)
 	seq_printf(m, "online_cpus %u\n", num_online_cpus());
 	seq_printf(m, "online_nodes %u\n", num_online_nodes());
 	seq_printf(m, "memcg %d\n", IS_ENABLED(CONFIG_MEMCG));
+	mutex_lock(&att_lock);
+	seq_printf(m, "kfence_held %u\n", att_nr_held[ATT_KFENCE]);
+	seq_printf(m, "kfence_objects %u\n", att_kfence_objects());
+	mutex_unlock(&att_lock);
 	mutex_lock(&att_lock);
 	for (i = 0; i < att_nr_held[ATT_PERCPU_ACCT]; i++)
 		first += att_percpu_in_first_chunk((void __percpu __force *)
