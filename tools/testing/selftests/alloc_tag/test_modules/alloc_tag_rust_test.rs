@@ -194,8 +194,8 @@ fn alloc_all(h: &mut Held) -> Result {
     alloc_atomic(h)
 }
 
-/// The command callback: 1 alloc, 2 free, 3 adopt, 4 grow (every block of
-/// Rust site tags in place now).
+/// The command callback: 1 alloc, 2 free, 3 adopt, 4 grow (with our core:
+/// every block of Rust site tags in place now; `EINVAL` without it).
 ///
 /// # Safety
 ///
@@ -210,6 +210,7 @@ unsafe extern "C" fn cmd(op: c_int) -> c_int {
             Ok(())
         }
         3 => adopt_kbox(),
+        #[cfg(allocprof_core)]
         4 => {
             kernel::alloc_tag::rust_sites::grow_all();
             Ok(())
