@@ -7,6 +7,8 @@
 #   make test-debug the same on a KASAN + lockdep + PREEMPT kernel (BASE=rust)
 #   make test-configs  the suite on the other configs: UP, Rust without the
 #                   profiler, NUMA, PREEMPT_RT and Debian's distro config
+#   make fuzz       the debug kernel under random operations on every control
+#                   surface (SEED=n or SEEDS="a b ...", FUZZ_S=seconds each)
 #
 # BASE=rust (default) builds the Rust core; BASE=upstream the pristine 6.12
 # profiler with only our tests on top.  make test runs the suite on both,
@@ -78,12 +80,12 @@ export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SU
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
 	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench test-debug \
-	test-configs where
+	test-configs where fuzz
 
 all: run
 
 help:
-	@sed -n '3,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	@$(PHASE) setup $(H)/setup.sh
@@ -148,6 +150,15 @@ test-configs:
 # sanitizer report fails it.
 test-debug:
 	@TEST_BASES=rust-debug BOOT_TIMEOUT=$(DEBUG_BOOT_TIMEOUT) $(H)/test.sh
+
+# Random operations on every control surface at once, on the test-debug
+# kernel (harness/fuzz.sh): one boot per seed, FUZZ_S seconds each;
+# FUZZ_X=internal,... leaves classes of operations out (triage).
+SEEDS  ?= 1 2 3 4 5
+FUZZ_S ?= 600
+FUZZ_X ?=
+fuzz:
+	@FUZZ_SEEDS="$(or $(SEED),$(SEEDS))" FUZZ_S=$(FUZZ_S) FUZZ_X=$(FUZZ_X) $(H)/fuzz.sh
 
 # Style checks of the Rust core in its kernel tree (read-only: rustfmt is
 # only asked to check, so the hard-linked pristine tree is never written).

@@ -279,6 +279,14 @@ for target in $bases; do
 		count "$out" "boot $target/$name"
 		echo "$(tail -n 1 <<< "$out") ($(( $(date +%s) - t ))s, log: $W/logs/$name.log)"
 	done
+	# make fuzz's slice for this target (harness/matrix: seeds, seconds).
+	fz=$(matrix_rows fuzz | awk -F'|' -v t="$target" '$1 == t' | head -n 1)
+	if [ -n "$fz" ]; then
+		IFS='|' read -r _ fseeds fsecs <<< "$fz"
+		out=$(FUZZ_BUILD=0 FUZZ_SEEDS="$fseeds" FUZZ_S="$fsecs" "$H/fuzz.sh" 2>&1)
+		grep -vE '^fuzz: [0-9]+ passed' <<< "$out"
+		count "$out" "fuzz $target"
+	fi
 	target_line
 done
 

@@ -7,6 +7,8 @@
 #                                     $APPEND adds kernel arguments
 #        vm.sh boot NAME APPEND TESTS  one test boot; log to $W/logs/NAME.log
 #        vm.sh thread TESTS            the TCG threading such a boot takes
+#        vm.sh fuzz NAME APPEND DIR    one make fuzz boot: DIR (the driver and
+#                                      its run.sh) at /extra, run.sh run
 #
 # Every boot has a hard timeout ($BOOT_TIMEOUT seconds).  KVM is used when
 # it is really usable (ACCEL=auto), else TCG; ACCEL=kvm|tcg forces one.
@@ -117,13 +119,21 @@ boot)
 initramfs)
 	"$H/mkinitramfs.sh" "$W/initramfs-test.cpio.gz"
 	;;
+fuzz)
+	# make fuzz (harness/fuzz.sh): the driver arms capture, so it is a
+	# "patches" test (one TCG thread on a capture kernel).
+	name=$2 append=$3 dir=$4
+	initrd=$W/initramfs-fuzz.cpio.gz
+	"$H/mkinitramfs.sh" "$initrd" "sh /extra/run.sh" "$dir" || exit 1
+	boot "$W/logs/$name.log" "$initrd" "kunit.enable=0 allocprof.mode=cmd $append" fuzz
+	;;
 thread)
 	# The TCG threading a boot running selftests $2 would get.
 	t=$(tcg_thread "${2:-}")
 	echo "${t:-default}"
 	;;
 *)
-	echo "usage: vm.sh run | boot NAME APPEND TESTS | initramfs | thread TESTS" >&2
+	echo "usage: vm.sh run | boot NAME APPEND TESTS | fuzz NAME APPEND DIR | initramfs | thread TESTS" >&2
 	exit 2
 	;;
 esac
