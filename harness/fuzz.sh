@@ -60,12 +60,15 @@ first_report() {
 		grep -avE '\] fuzz: w-?[0-9]+ #' | head -n 1 | cut -d: -f1
 }
 
+# The boot asks for what the debug kernel does anyway,
+# sysctl.vm.mem_profiling=1: the parameter of a read-only sysctl must be
+# taken silently (ktap.py --fuzz fails on "Failed to set sysctl").
 for seed in $seeds; do
 	name=fuzz-$seed
 	log=$W/logs/$name.log
 	t=$(date +%s)
 	BOOT_TIMEOUT=$((secs + ${FUZZ_SLACK:-900})) "$H/vm.sh" fuzz "$name" \
-		"allocprof.fuzz_seed=$seed allocprof.fuzz_s=$secs ${FUZZ_X:+allocprof.fuzz_x=$FUZZ_X} ${APPEND:-}" "$dir"
+		"sysctl.vm.mem_profiling=1 allocprof.fuzz_seed=$seed allocprof.fuzz_s=$secs ${FUZZ_X:+allocprof.fuzz_x=$FUZZ_X} ${APPEND:-}" "$dir"
 	out=$(python3 "$H/ktap.py" "$log" --name "fuzz/$seed" --expect fuzz --fuzz)
 	echo "$out" | grep -E '^FAIL' | head -n 40
 	count "$out" "fuzz seed $seed"

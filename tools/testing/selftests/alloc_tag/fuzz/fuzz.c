@@ -388,8 +388,11 @@ static void op_arm(void)
 	char spec[300], cmd[320];
 
 	some_spec(spec, sizeof(spec));
-	snprintf(cmd, sizeof(cmd), "arm %s\n", spec);
+	snprintf(cmd, sizeof(cmd), "arm %s", spec);
 	op("capture: %s", cmd);
+	/* With the newline echo would add, or without. */
+	if (chance(50))
+		strcat(cmd, "\n");
 	cap_write(cmd, strlen(cmd));
 }
 
@@ -1167,7 +1170,7 @@ int main(int argc, char **argv)
 	int seconds = 60, nworkers = 4, i, c, st, alive;
 	pid_t pids[MAX_WORKERS], p;
 	bool died = false, hung = false;
-	double t0, deadline;
+	double t0, deadline, give_up;
 	unsigned long long total = 0;
 	char *text, *s;
 
@@ -1217,7 +1220,8 @@ int main(int argc, char **argv)
 	mprotect(guard + 4096, 4096, PROT_NONE);
 
 	/* Every operation line reaches the console, none rate-limited. */
-	write_str("/proc/sys/kernel/printk_devkmsg", "on");
+	if (write_str("/proc/sys/kernel/printk_devkmsg", "on\n"))
+		printf("# kernel.printk_devkmsg=on failed: the operation log is rate-limited\n");
 	kmsg_fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
 	if (access(KMEMLEAK, W_OK) == 0)
 		write_str(KMEMLEAK, "scan=off");
@@ -1246,6 +1250,7 @@ int main(int argc, char **argv)
 
 	/* Wait; a worker killed by a signal (an Oops kills it) ends the run. */
 	alive = nworkers;
+	give_up = deadline + GRACE_S;
 	while (alive) {
 		p = waitpid(-1, &st, WNOHANG);
 		if (p > 0) {
@@ -1261,10 +1266,13 @@ int main(int argc, char **argv)
 				       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), sh->cur[i]);
 				died = true;
 				sh->stop = 1;
+				/* The others stop at their next operation, or hang. */
+				if (give_up > now() + GRACE_S)
+					give_up = now() + GRACE_S;
 			}
 			continue;
 		}
-		if (now() > deadline + GRACE_S) {
+		if (now() > give_up) {
 			hung = true;
 			write_str("/proc/sysrq-trigger", "w");
 			for (i = 0; i < nworkers; i++) {
