@@ -54,10 +54,12 @@ if grep -q '^CONFIG_IA32_EMULATION=y' "$OUT/.config" &&
 fi
 cp "$src/run.sh" "$dir/run.sh"
 
-# The first kernel report of LOG, as a line number (0: none).
+# The first kernel report of LOG from line FROM on, as a line number
+# (empty: none).
 first_report() {
-	tr -d '\r' < "$1" | grep -anE 'KASAN|KFENCE: |BUG: |BUG at|kernel BUG|Oops|general protection fault|^(\[[ 0-9.]*\] )?WARNING:|possible (circular|recursive) locking|inconsistent lock state|suspicious RCU usage|bad unlock balance|soft lockup|hard LOCKUP|blocked for more than|Kernel panic|Failed to set sysctl|oom-killer' |
-		grep -avE '\] fuzz: w-?[0-9]+ #' | head -n 1 | cut -d: -f1
+	tr -d '\r' < "$1" | tail -n "+$2" | grep -anE 'KASAN|KFENCE: |BUG: |BUG at|kernel BUG|Oops|general protection fault|^(\[[ 0-9.]*\] )?WARNING:|possible (circular|recursive) locking|inconsistent lock state|suspicious RCU usage|bad unlock balance|soft lockup|hard LOCKUP|blocked for more than|Kernel panic|Failed to set sysctl|oom-killer' |
+		grep -avE '\] fuzz: w-?[0-9]+ #' | head -n 1 | cut -d: -f1 |
+		awk -v from="$2" '{ print $1 + from - 1 }'
 }
 
 # The boot asks for what the debug kernel does anyway,
@@ -83,8 +85,15 @@ for seed in $seeds; do
 	if grep -q '^FAIL' <<< "$out"; then
 		echo "fuzz seed $seed: FAIL after $ops operations ($(( $(date +%s) - t ))s, log: $log)"
 		echo "  reproduce: make fuzz SEED=$seed FUZZ_S=$secs${FUZZ_X:+ FUZZ_X=$FUZZ_X}"
-		n=$(first_report "$log")
-		if [ -n "$n" ] && [ "$n" -gt 0 ]; then
+		boot=$(first_report "$log" 1)
+		# The first report once the driver started.
+		start=$(tr -d '\r' < "$log" | grep -an '\] fuzz: w-1 #1 ' | head -n 1 | cut -d: -f1)
+		n=$(first_report "$log" "${start:-1}")
+		if [ -n "$boot" ] && [ -n "$start" ] && [ "$boot" -lt "$start" ]; then
+			echo "  at boot, before the driver (log line $boot):"
+			tr -d '\r' < "$log" | sed -n "${boot}p" | sed 's/^/    /'
+		fi
+		if [ -n "$n" ]; then
 			echo "  first report (log line $n):"
 			tr -d '\r' < "$log" | sed -n "${n},$((n + 11))p" | sed 's/^/    /'
 			echo "  the last operations before it:"
