@@ -67,6 +67,7 @@ static const char *const modules[] = {
 	"alloc_tag_test", "alloc_tag_test_hold", "alloc_tag_test_leak",
 	"alloc_tag_rust_test",
 };
+
 #define MOD_TEST	0
 #define MOD_HOLD	1
 #define MOD_LEAK	2
@@ -78,7 +79,7 @@ static const char *const modules[] = {
 #define LEAK_PAGE	4096
 
 struct shared {
-	volatile int stop;
+	int stop;		/* __atomic accesses */
 	int leak_loads;
 	int profiling_switched_off;
 	uint64_t ops[MAX_WORKERS];
@@ -374,7 +375,8 @@ static void some_spec(char *buf, size_t len)
 		if (r->mod[0] && chance(80))
 			snprintf(buf + l, len - l, " module:%s", r->mod);
 		else
-			snprintf(buf + l, len - l, " module:%s", modules[below(ARRAY_SIZE(modules))]);
+			snprintf(buf + l, len - l, " module:%s",
+				 modules[below(ARRAY_SIZE(modules))]);
 	}
 }
 
@@ -422,6 +424,7 @@ static void op_capture_bad(void)
 		"arm  function:att_do_kmalloc  ", "disarm function:nosuchfunction",
 		"arm function:\xff\xfe", "arm \x01:1", "disarm module:alloc_tag_test",
 	};
+	static const char alphabet[] = "armdisa fuctionmodule:0123456789 ";
 	char buf[600];
 	size_t len, i;
 
@@ -442,7 +445,7 @@ static void op_capture_bad(void)
 	default:
 		len = below(sizeof(buf));
 		for (i = 0; i < len; i++)
-			buf[i] = chance(80) ? "armdisa fuctionmodule:0123456789 "[below(33)] : rnd();
+			buf[i] = chance(80) ? alphabet[below(sizeof(alphabet) - 1)] : rnd();
 		op("capture: random command, %zu bytes", len);
 		cap_write(buf, len);
 		return;
@@ -528,7 +531,8 @@ static void op_allocinfo_read(void)
 			off_t off = chance(10) ? (off_t)(rnd() >> 1) : (off_t)some_size(1 << 18);
 
 			if (chance(70))
-				lseek(fd, off, chance(80) ? SEEK_SET : chance(50) ? SEEK_CUR : SEEK_END);
+				lseek(fd, off, chance(80) ? SEEK_SET :
+					       chance(50) ? SEEK_CUR : SEEK_END);
 			read(fd, buf, some_size(sizeof(buf) - 1));
 		}
 		close(fd);
@@ -785,12 +789,19 @@ static void op_ctl(void)
 {
 	static const char *const kinds[] = {
 		"kmalloc", "large", "cache", "pages", "vmalloc", "percpu", "order2",
-		"node", "percpu_acct", "capture", "capture_pages",
+		"node", "percpu_acct", "capture", "capture_pages", "kfence",
+	};
+	static const char *const capture_cmds[] = {
+		"capture_free", "capture_pages_free", "capture_pages_split",
+		"capture_pages_tails", "capture_nonsense",
+	};
+	static const char *const rust_cmds[] = {
+		"alloc", "free", "adopt", "alloc", "nonsense", "alloc", "free", "grow",
 	};
 	char cmd[128];
 	unsigned int n = 1 + below(chance(80) ? 4 : 32);
 
-	switch (below(24)) {
+	switch (below(25)) {
 	case 0: case 1:
 		snprintf(cmd, sizeof(cmd), "kmalloc %llu %u",
 			 (unsigned long long)some_size(16384), n);
@@ -835,10 +846,7 @@ static void op_ctl(void)
 			 chance(50) ? "capture" : "capture_pages", (unsigned int)below(4), n);
 		break;
 	case 16:
-		snprintf(cmd, sizeof(cmd), "%s %u",
-			 (const char *[]){ "capture_free", "capture_pages_free",
-					   "capture_pages_split", "capture_pages_tails",
-					   "capture_nonsense" }[below(5)],
+		snprintf(cmd, sizeof(cmd), "%s %u", capture_cmds[below(ARRAY_SIZE(capture_cmds))],
 			 (unsigned int)below(4));
 		break;
 	case 17: case 18:
@@ -846,8 +854,12 @@ static void op_ctl(void)
 		break;
 	case 19: case 20: case 21:
 		/* Rust site growth: each load's sites register on first use. */
-		snprintf(cmd, sizeof(cmd), "rust %s",
-			 (const char *[]){ "alloc", "free", "adopt", "alloc", "nonsense" }[below(5)]);
+		snprintf(cmd, sizeof(cmd), "rust %s", rust_cmds[below(ARRAY_SIZE(rust_cmds))]);
+		break;
+	case 23:
+		/* Without KFENCE sampling, N > 0 fills the site (2 ms a try). */
+		snprintf(cmd, sizeof(cmd), "kfence %llu %u",
+			 (unsigned long long)some_size(4096), chance(80) ? 0 : 1);
 		break;
 	case 22:
 		snprintf(cmd, sizeof(cmd), "percpu_acct %llu %u",
@@ -963,7 +975,7 @@ static void worker(int i, uint64_t seed, double deadline)
 	for (k = 0; k < ARRAY_SIZE(kinds); k++)
 		if (!(kinds[k].class & excluded))
 			total += kinds[k].weight;
-	while (!sh->stop && now() < deadline) {
+	while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED) && now() < deadline) {
 		pick = below(total);
 		for (k = 0; k < ARRAY_SIZE(kinds); k++) {
 			if (kinds[k].class & excluded)
@@ -1014,7 +1026,8 @@ static int cleanup(void)
 	static const char *const frees[] = {
 		"rust free", "free kmalloc", "free large", "free cache", "free pages",
 		"free vmalloc", "free percpu", "free order2", "free node",
-		"free percpu_acct", "capture_free 0", "capture_free 1", "capture_free 2",
+		"free percpu_acct", "free kfence",
+		"capture_free 0", "capture_free 1", "capture_free 2",
 		"capture_pages_free 0", "capture_pages_free 1", "capture_pages_free 2",
 		"release",
 	};
@@ -1100,7 +1113,8 @@ static void check_rows(void)
 			continue;
 		}
 		if (r->bytes || r->calls) {
-			printf("# row of a released module not at 0/0: %lld %llu %s:%u [%s] func:%s%s\n",
+			printf("# row of a released module not at 0/0: "
+			       "%lld %llu %s:%u [%s] func:%s%s\n",
 			       r->bytes, r->calls, r->file, r->line, r->mod, r->func,
 			       r->inaccurate ? " accurate:no" : "");
 			ok = false;
@@ -1194,8 +1208,8 @@ int main(int argc, char **argv)
 					    !strcmp(s, "compat") ? X_COMPAT : 0;
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-t SECONDS] [-w WORKERS] [-x CLASS,...]\n",
-				argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-t SECONDS] [-w WORKERS] "
+				"[-x CLASS,...]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -1206,7 +1220,7 @@ int main(int argc, char **argv)
 	if (s)
 		*s = '\0';
 	else
-		strcpy(selfdir, ".");
+		snprintf(selfdir, sizeof(selfdir), ".");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1263,9 +1277,10 @@ int main(int argc, char **argv)
 			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 				printf("# worker %d died (%s %d) in op %s\n", i,
 				       WIFSIGNALED(st) ? "signal" : "exit",
-				       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), sh->cur[i]);
+				       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+				       sh->cur[i]);
 				died = true;
-				sh->stop = 1;
+				__atomic_store_n(&sh->stop, 1, __ATOMIC_RELAXED);
 				/* The others stop at their next operation, or hang. */
 				if (give_up > now() + GRACE_S)
 					give_up = now() + GRACE_S;
