@@ -10,7 +10,8 @@
 # env: FUZZ_SEEDS ("1 2 3 4 5"), FUZZ_S (600), FUZZ_X (classes the driver
 # leaves out, e.g. internal), FUZZ_SLACK (seconds of boot timeout beyond
 # FUZZ_S: boot, cleanup, kmemleak scan; 900), FUZZ_BUILD=0 (the kernel is
-# built already: make test's slice).  Ends with "N passed, N failed, N
+# built already: make test's slice), FUZZ_PREFIX (of the boots' names and
+# logs, $W/logs/PREFIX-SEED.log; fuzz).  Ends with "N passed, N failed, N
 # skipped"; on a failure prints the seed and the operations the log
 # holds before the first report.
 set -uo pipefail
@@ -39,8 +40,11 @@ fi
 # The driver, and its 32-bit twin for the compat ioctl (no C library:
 # the host needs no 32-bit libc).
 src=$REPO/tools/testing/selftests/alloc_tag/fuzz
-dir=$W/fuzz
-mkdir -p "$dir" "$W/logs"
+# A directory per run: two make fuzz may run at once on one CACHE_DIR
+# (with other seeds; each boot has an initramfs and a log of its own).
+mkdir -p "$W/logs"
+dir=$(mktemp -d "$W/fuzz.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
 if ! gcc -Wall -O2 -static -o "$dir/fuzz" "$src/fuzz.c"; then
 	bad "fuzz: the driver did not build"
 	echo "$pass passed, $fail failed, $skip skipped"
@@ -66,7 +70,7 @@ first_report() {
 # sysctl.vm.mem_profiling=1: the parameter of a read-only sysctl must be
 # taken silently (ktap.py --fuzz fails on "Failed to set sysctl").
 for seed in $seeds; do
-	name=fuzz-$seed
+	name=${FUZZ_PREFIX:-fuzz}-$seed
 	log=$W/logs/$name.log
 	t=$(date +%s)
 	BOOT_TIMEOUT=$((secs + ${FUZZ_SLACK:-900})) "$H/vm.sh" fuzz "$name" \

@@ -123,9 +123,12 @@ fuzz)
 	# make fuzz (harness/fuzz.sh): the driver arms capture, so it is a
 	# "patches" test (one TCG thread on a capture kernel).
 	name=$2 append=$3 dir=$4
-	initrd=$W/initramfs-fuzz.cpio.gz
+	initrd=$W/initramfs-$name.cpio.gz
 	"$H/mkinitramfs.sh" "$initrd" "sh /extra/run.sh" "$dir" || exit 1
 	boot "$W/logs/$name.log" "$initrd" "kunit.enable=0 allocprof.mode=cmd $append" fuzz
+	rc=$?
+	rm -f "$initrd"
+	exit $rc
 	;;
 thread)
 	# The TCG threading a boot running selftests $2 would get.
