@@ -727,20 +727,39 @@ static int fail_nth(unsigned int nth)
 	return write_str(FAIL_NTH, v);
 }
 
-static int load_module(int m, const char *params, unsigned int nth)
+/*
+ * Loads module @m by finit_module() or init_module(), with the @nth fault
+ * site of the load failing (0: none).  Concurrent finit_module() calls of
+ * one file share one load and its result, so alloc_tag_test_leak, whose
+ * loads are counted, always goes through init_module().
+ */
+static int load_module(int m, const char *params, unsigned int nth, bool by_fd)
 {
-	char path[256];
+	char path[256], *image = NULL;
+	struct stat st;
 	int fd, ret;
 
 	snprintf(path, sizeof(path), MODDIR "/%s.ko", modules[m]);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	if (m == MOD_LEAK || !by_fd) {
+		image = fstat(fd, &st) ? NULL : malloc(st.st_size);
+		if (!image || read(fd, image, st.st_size) != st.st_size) {
+			free(image);
+			close(fd);
+			return -EIO;
+		}
+	}
 	if (nth)
 		fail_nth(nth);
-	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
+	if (image)
+		ret = syscall(SYS_init_module, image, st.st_size, params) ? -errno : 0;
+	else
+		ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
 	if (nth)
 		fail_nth(0);
+	free(image);
 	close(fd);
 	if (!ret && m == MOD_LEAK)
 		__atomic_add_fetch(&sh->leak_loads, 1, __ATOMIC_SEQ_CST);
@@ -757,6 +776,7 @@ static void op_load(void)
 	int m = below(ARRAY_SIZE(modules));
 	unsigned int nth = chance(35) ? 1 + some_size(chance(50) ? 40 : 400) : 0;
 	char params[64] = "";
+	bool by_fd = chance(50);
 	int ret;
 
 	if (m == MOD_HOLD && chance(70))
@@ -764,8 +784,8 @@ static void op_load(void)
 			 (unsigned int)below(4));
 	else if (chance(3))
 		snprintf(params, sizeof(params), "nosuchparam=%u", (unsigned int)below(9));
-	op("module: load %s '%s' fail-nth %u", modules[m], params, nth);
-	ret = load_module(m, params, nth);
+	op("module: %s %s '%s' fail-nth %u", by_fd ? "finit" : "init", modules[m], params, nth);
+	ret = load_module(m, params, nth, by_fd);
 	/* Worth knowing in the log: whether it is in. */
 	op("module: load %s: %d", modules[m], ret);
 }
@@ -818,12 +838,14 @@ static void op_ctl(void)
 			 1 + n / 4);
 		break;
 	case 5:
+		/* Sizes the allocators take without a WARN: vmalloc(0) WARNs. */
 		snprintf(cmd, sizeof(cmd), "vmalloc %llu %u",
-			 (unsigned long long)some_size(65536), 1 + n / 4);
+			 1 + (unsigned long long)some_size(65535), 1 + n / 4);
 		break;
 	case 6:
+		/* percpu WARNs on 0 and above 32 KiB (PCPU_MIN_UNIT_SIZE). */
 		snprintf(cmd, sizeof(cmd), "percpu %llu %u",
-			 (unsigned long long)some_size(chance(90) ? 512 : 65536), n);
+			 1 + (unsigned long long)some_size(chance(90) ? 511 : 32767), n);
 		break;
 	case 7:
 		snprintf(cmd, sizeof(cmd), "order2 %u", 1 + n / 4);
@@ -863,7 +885,7 @@ static void op_ctl(void)
 		break;
 	case 22:
 		snprintf(cmd, sizeof(cmd), "percpu_acct %llu %u",
-			 (unsigned long long)some_size(256), n);
+			 1 + (unsigned long long)some_size(255), n);
 		break;
 	default: {
 		size_t i, len = below(70);
@@ -1085,6 +1107,23 @@ static bool test_module_row(const struct row *r)
 	return false;
 }
 
+/*
+ * The bytes a kmalloc(@size) object is charged: its slab's slot, which
+ * KASAN makes larger than @size (slab_size of the full SLUB).
+ */
+static long slot_bytes(long size)
+{
+	char path[96], *t;
+	long v = size;
+
+	snprintf(path, sizeof(path), "/sys/kernel/slab/kmalloc-%ld/slab_size", size);
+	t = slurp(path, 64);
+	if (t && atol(t) > 0)
+		v = atol(t);
+	free(t);
+	return v;
+}
+
 /* Rows of released modules at 0/0; the leak module's at what its loads leaked. */
 static void check_rows(void)
 {
@@ -1123,7 +1162,8 @@ static void check_rows(void)
 	printf("# %d rows of the test modules left after unload\n", nleft);
 	ktap(ok, "rows of released modules read 0/0");
 	want_calls = (long long)sh->leak_loads * (LEAK_OBJS + 1);
-	want_bytes = (long long)sh->leak_loads * (LEAK_OBJS * LEAK_OBJ_SIZE + LEAK_PAGE);
+	want_bytes = (long long)sh->leak_loads *
+		     (LEAK_OBJS * slot_bytes(LEAK_OBJ_SIZE) + LEAK_PAGE);
 	printf("# alloc_tag_test_leak: %d loads, rows %lld bytes %lld calls%s\n",
 	       sh->leak_loads, leak_bytes, leak_calls, leak_inaccurate ? " (accurate:no)" : "");
 	if (leak_inaccurate)
@@ -1135,19 +1175,58 @@ static void check_rows(void)
 }
 
 /*
- * One kmemleak scan; every leak but alloc_tag_test_leak's (3 x 512 bytes
- * per load, allocated from its init) fails.
+ * Leaks of upstream 6.12 that fault injection provokes, outside the
+ * profiler, each matched by the frames of its backtrace:
+ * sysfs_slab_add() does not kobject_put() after kobject_init_and_add()
+ * fails (a test module's kmem_cache_create() with a failing allocation),
+ * so the kobject's name stays allocated.
+ */
+static const char *const upstream_leaks[][2] = {
+	{ "kobject_set_name_vargs", "sysfs_slab_add" },
+};
+
+/* @text as KTAP diagnostic lines, the first after @prefix. */
+static void print_comment(const char *prefix, const char *text)
+{
+	const char *nl;
+
+	while (*text) {
+		nl = strchr(text, '\n');
+		if (!nl)
+			nl = text + strlen(text);
+		printf("# %s%.*s\n", prefix, (int)(nl - text), text);
+		prefix = "";
+		text = *nl ? nl + 1 : nl;
+	}
+}
+
+static bool upstream_leak(const char *report)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(upstream_leaks); i++)
+		if (strstr(report, upstream_leaks[i][0]) && strstr(report, upstream_leaks[i][1]))
+			return true;
+	return false;
+}
+
+/*
+ * Two kmemleak scans; every leak but alloc_tag_test_leak's (3 x 512 bytes
+ * per load, allocated from its init) and the known upstream ones fails.
  */
 static void check_kmemleak(void)
 {
 	char *text, *p, *next;
-	int expected = 0, other = 0;
+	int expected = 0, upstream = 0, other = 0;
 
 	if (access(KMEMLEAK, W_OK)) {
 		ktap(true, "kmemleak # SKIP no " KMEMLEAK);
 		return;
 	}
+	/* A leak is reported by the second scan that finds it unreferenced. */
 	op("end: kmemleak scan");
+	write_str(KMEMLEAK, "scan");
+	op("end: kmemleak scan again");
 	write_str(KMEMLEAK, "scan");
 	text = slurp(KMEMLEAK, 65536);
 	if (!text) {
@@ -1164,17 +1243,22 @@ static void check_kmemleak(void)
 		if (q)
 			size = strtoul(q + 6, NULL, 10);
 		if (size == LEAK_OBJ_SIZE && strstr(p, "do_init_module") &&
-		    (strstr(p, "atl_init") || strstr(p, "] 0x")) &&
+		    (strstr(p, "atl_init") || strstr(p, "\n    0x")) &&
 		    expected < sh->leak_loads * LEAK_OBJS) {
 			expected++;
 			continue;
 		}
+		if (upstream_leak(p)) {
+			upstream++;
+			print_comment("kmemleak, a known upstream leak: ", p);
+			continue;
+		}
 		other++;
-		printf("# kmemleak: %s\n", p);
+		print_comment("kmemleak: ", p);
 	}
 	free(text);
-	printf("# kmemleak: %d leaks of alloc_tag_test_leak (expected), %d others\n",
-	       expected, other);
+	printf("# kmemleak: %d leaks of alloc_tag_test_leak (expected), %d known upstream, "
+	       "%d others\n", expected, upstream, other);
 	ktap(!other, "kmemleak finds no leak");
 }
 
