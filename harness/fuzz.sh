@@ -87,7 +87,9 @@ for seed in $seeds; do
 		ops="$ops (from the log)"
 	fi
 	if grep -q '^FAIL' <<< "$out"; then
-		echo "fuzz seed $seed: FAIL after $ops operations ($(( $(date +%s) - t ))s, log: $log)"
+		# Kept: the next run of this seed writes the log again.
+		cp "$log" "$W/logs/$name.fail-$(date +%Y%m%d-%H%M%S).log"
+		echo "fuzz seed $seed: FAIL after $ops operations ($(( $(date +%s) - t ))s, log: $log, kept)"
 		echo "  reproduce: make fuzz SEED=$seed FUZZ_S=$secs${FUZZ_X:+ FUZZ_X=$FUZZ_X}"
 		boot=$(first_report "$log" 1)
 		# The first report once the driver started.

@@ -1104,7 +1104,7 @@ static bool test_module_row(const struct row *r)
 	for (m = 0; m < ARRAY_SIZE(modules); m++)
 		if (!strcmp(r->mod, modules[m]))
 			return true;
-	return false;
+	return !strcmp(r->mod, "(unloaded)");
 }
 
 /*
@@ -1130,7 +1130,7 @@ static void check_rows(void)
 	static struct row rows[MAX_ROWS];
 	long long leak_bytes = 0, leak_calls = 0, want_bytes, want_calls;
 	bool leak_inaccurate = false, ok = true;
-	int n, i, nleft = 0;
+	int n, i, nleft = 0, nplaceholder = 0;
 	char *text = slurp(AI_PATH, 65536);
 
 	if (!text) {
@@ -1145,7 +1145,14 @@ static void check_rows(void)
 		if (!test_module_row(r))
 			continue;
 		nleft++;
-		if (!strcmp(r->mod, modules[MOD_LEAK])) {
+		/*
+		 * An unloaded module whose names could not be copied (no
+		 * memory at its unload) has placeholder names: only
+		 * alloc_tag_test_leak's can still hold anything here.
+		 */
+		if (!strcmp(r->mod, "(unloaded)"))
+			nplaceholder++;
+		if (!strcmp(r->mod, modules[MOD_LEAK]) || !strcmp(r->mod, "(unloaded)")) {
 			leak_bytes += r->bytes;
 			leak_calls += r->calls;
 			leak_inaccurate |= r->inaccurate;
@@ -1159,7 +1166,8 @@ static void check_rows(void)
 			ok = false;
 		}
 	}
-	printf("# %d rows of the test modules left after unload\n", nleft);
+	printf("# %d rows of the test modules left after unload (%d with placeholder names)\n",
+	       nleft, nplaceholder);
 	ktap(ok, "rows of released modules read 0/0");
 	want_calls = (long long)sh->leak_loads * (LEAK_OBJS + 1);
 	want_bytes = (long long)sh->leak_loads *
