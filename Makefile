@@ -157,8 +157,11 @@ test-debug:
 SEEDS  ?= 1 2 3 4 5
 FUZZ_S ?= 600
 FUZZ_X ?=
+# FUZZ_SMP=1,maxcpus=2: one CPU up of two, which the driver brings up and down.
+FUZZ_SMP ?=
 fuzz:
-	@FUZZ_SEEDS="$(or $(SEED),$(SEEDS))" FUZZ_S=$(FUZZ_S) FUZZ_X=$(FUZZ_X) $(H)/fuzz.sh
+	@FUZZ_SEEDS="$(or $(SEED),$(SEEDS))" FUZZ_S=$(FUZZ_S) FUZZ_X=$(FUZZ_X) FUZZ_SMP=$(FUZZ_SMP) \
+		$(H)/fuzz.sh
 
 # Style checks of the Rust core in its kernel tree (read-only: rustfmt is
 # only asked to check, so the hard-linked pristine tree is never written).

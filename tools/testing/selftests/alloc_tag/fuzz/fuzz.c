@@ -22,7 +22,9 @@
  * test modules must read 0/0 (alloc_tag_test_leak's: what its loads
  * leaked), and a kmemleak scan must find nothing else.  Results are KTAP.
  *
- * usage: fuzz [-s SEED] [-t SECONDS] [-w WORKERS] [-x CLASS,...]
+ * usage: fuzz [-c] [-s SEED] [-t SECONDS] [-w WORKERS] [-x CLASS,...]
+ *   -c: CPUs other than 0 go on and off line too (a boot with CPUs to
+ *   bring up: make fuzz FUZZ_SMP=1,maxcpus=2).
  *   CLASS: internal (no arming of mm/ sites or alloc_slab_page), faults,
  *   modules, capture, compat: operation classes left out (for triage).
  */
@@ -109,7 +111,10 @@ static char *guard;		/* a page followed by a PROT_NONE page */
 static char *rdonly;		/* a read-only page */
 static char selfdir[256];
 
-enum { X_INTERNAL = 1, X_FAULTS = 2, X_MODULES = 4, X_CAPTURE = 8, X_COMPAT = 16 };
+enum {
+	X_INTERNAL = 1, X_FAULTS = 2, X_MODULES = 4, X_CAPTURE = 8, X_COMPAT = 16,
+	X_CPU = 32,	/* left out unless -c */
+};
 
 /* splitmix64: small, and any seed is a good one. */
 static uint64_t rnd(void)
@@ -959,6 +964,28 @@ static void op_faults(void)
 	fi_set(attr, "probability", v);
 }
 
+/* ---- CPU hotplug (-c) -------------------------------------------------- */
+
+/*
+ * A CPU other than 0 on or off line.  Booted with one CPU present of two
+ * possible (QEMU -smp 1,maxcpus=2), the kernel runs uniprocessor
+ * alternatives and records every module's SMP alternatives; bringing the
+ * second CPU up patches them all, so a module whose record was left behind
+ * by a failed load is found then.
+ */
+static void op_cpu(void)
+{
+	char path[64];
+	int cpu = 1 + below(3);
+	bool on = chance(70);
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+	if (access(path, W_OK))
+		return;
+	op("cpu: cpu%d %s", cpu, on ? "online" : "offline");
+	write_str(path, on ? "1" : "0");
+}
+
 /* ---- workers ---------------------------------------------------------- */
 
 struct op_kind {
@@ -981,6 +1008,7 @@ static const struct op_kind kinds[] = {
 	{ op_ctl, 14, 0 },
 	{ op_files, 2, 0 },
 	{ op_faults, 2, X_FAULTS },
+	{ op_cpu, 1, X_CPU },
 };
 
 static void worker(int i, uint64_t seed, double deadline)
@@ -1280,8 +1308,12 @@ int main(int argc, char **argv)
 	unsigned long long total = 0;
 	char *text, *s;
 
-	while ((c = getopt(argc, argv, "s:t:w:x:")) != -1) {
+	excluded = X_CPU;
+	while ((c = getopt(argc, argv, "cs:t:w:x:")) != -1) {
 		switch (c) {
+		case 'c':
+			excluded &= ~X_CPU;
+			break;
 		case 's':
 			seed = strtoull(optarg, NULL, 0);
 			break;
@@ -1300,7 +1332,7 @@ int main(int argc, char **argv)
 					    !strcmp(s, "compat") ? X_COMPAT : 0;
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-t SECONDS] [-w WORKERS] "
+			fprintf(stderr, "usage: %s [-c] [-s SEED] [-t SECONDS] [-w WORKERS] "
 				"[-x CLASS,...]\n", argv[0]);
 			return 2;
 		}
