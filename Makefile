@@ -157,10 +157,10 @@ test-debug:
 SEEDS  ?= 1 2 3 4 5
 FUZZ_S ?= 600
 FUZZ_X ?=
-# FUZZ_SMP=1,maxcpus=2: one CPU up of two, which the driver brings up and down.
-FUZZ_SMP ?=
+# FUZZ_HOTPLUG=1: boot with one CPU of two up, which the driver takes up and down.
+FUZZ_HOTPLUG ?= 0
 fuzz:
-	@FUZZ_SEEDS="$(or $(SEED),$(SEEDS))" FUZZ_S=$(FUZZ_S) FUZZ_X=$(FUZZ_X) FUZZ_SMP=$(FUZZ_SMP) \
+	@FUZZ_SEEDS="$(or $(SEED),$(SEEDS))" FUZZ_S=$(FUZZ_S) FUZZ_X=$(FUZZ_X) FUZZ_HOTPLUG=$(FUZZ_HOTPLUG) \
 		$(H)/fuzz.sh
 
 # Style checks of the Rust core in its kernel tree (read-only: rustfmt is

@@ -9,9 +9,9 @@
 #
 # env: FUZZ_SEEDS ("1 2 3 4 5"), FUZZ_S (600), FUZZ_X (classes the driver
 # leaves out, e.g. internal), FUZZ_SLACK (seconds of boot timeout beyond
-# FUZZ_S: boot, cleanup, kmemleak scan; 900), FUZZ_SMP (QEMU's -smp, e.g.
-# 1,maxcpus=2: the driver then also takes CPUs on and off line; default 2,
-# no hotplug), FUZZ_BUILD=0 (the kernel is
+# FUZZ_S: boot, cleanup, kmemleak scan; 900), FUZZ_HOTPLUG=1 (boot with
+# maxcpus=1, one of the two CPUs up, and the driver takes the second on
+# and off line), FUZZ_BUILD=0 (the kernel is
 # built already: make test's slice), FUZZ_PREFIX (of the boots' names and
 # logs, $W/logs/PREFIX-SEED.log; fuzz).  Ends with "N passed, N failed, N
 # skipped"; on a failure prints the seed and the operations the log
@@ -26,10 +26,7 @@ export BASE=rust VARIANT=debug W=$CACHE_DIR/$target
 export SRC=$CACHE_DIR/rust/src OUT=$W/build
 unset QEMU_EXTRA QEMU_SMP
 cpu=
-if [ -n "${FUZZ_SMP:-}" ]; then
-	export QEMU_SMP=$FUZZ_SMP
-	cpu=allocprof.fuzz_cpu=1
-fi
+[ "${FUZZ_HOTPLUG:-0}" = 1 ] && cpu="maxcpus=1 allocprof.fuzz_cpu=1"
 
 pass=0 fail=0 skip=0
 failures=()
@@ -97,7 +94,7 @@ for seed in $seeds; do
 		# Kept: the next run of this seed writes the log again.
 		cp "$log" "$W/logs/$name.fail-$(date +%Y%m%d-%H%M%S).log"
 		echo "fuzz seed $seed: FAIL after $ops operations ($(( $(date +%s) - t ))s, log: $log, kept)"
-		echo "  reproduce: make fuzz SEED=$seed FUZZ_S=$secs${FUZZ_X:+ FUZZ_X=$FUZZ_X}${FUZZ_SMP:+ FUZZ_SMP=$FUZZ_SMP}"
+		echo "  reproduce: make fuzz SEED=$seed FUZZ_S=$secs${FUZZ_X:+ FUZZ_X=$FUZZ_X}${FUZZ_HOTPLUG:+ FUZZ_HOTPLUG=$FUZZ_HOTPLUG}"
 		boot=$(first_report "$log" 1)
 		# The first report once the driver started.
 		start=$(tr -d '\r' < "$log" | grep -an '\] fuzz: w-1 #1 ' | head -n 1 | cut -d: -f1)

@@ -24,7 +24,7 @@
  *
  * usage: fuzz [-c] [-s SEED] [-t SECONDS] [-w WORKERS] [-x CLASS,...]
  *   -c: CPUs other than 0 go on and off line too (a boot with CPUs to
- *   bring up: make fuzz FUZZ_SMP=1,maxcpus=2).
+ *   bring up: make fuzz FUZZ_HOTPLUG=1 boots with maxcpus=1).
  *   CLASS: internal (no arming of mm/ sites or alloc_slab_page), faults,
  *   modules, capture, compat: operation classes left out (for triage).
  */
@@ -967,11 +967,10 @@ static void op_faults(void)
 /* ---- CPU hotplug (-c) -------------------------------------------------- */
 
 /*
- * A CPU other than 0 on or off line.  Booted with one CPU present of two
- * possible (QEMU -smp 1,maxcpus=2), the kernel runs uniprocessor
- * alternatives and records every module's SMP alternatives; bringing the
- * second CPU up patches them all, so a module whose record was left behind
- * by a failed load is found then.
+ * A CPU other than 0 on or off line.  Booted with maxcpus=1 (one CPU up
+ * of two), the kernel runs uniprocessor alternatives and records every
+ * module's SMP alternatives; bringing the second CPU up patches them all,
+ * so a module whose record was left behind by a failed load is found then.
  */
 static void op_cpu(void)
 {
