@@ -84,6 +84,7 @@ check "thread: capture boot" "$(thread $cap alloc_sites,capture,stress)" single
 check "thread: rust_sites arms capture" "$(thread $cap rust_sites)" single
 check "thread: all selftests" "$(thread $cap "")" single
 check "thread: capture kernel, smp boot" "$(thread $cap alloc_sites,stress)" default
+check "thread: make fuzz arms capture" "$(thread $cap fuzz)" single
 check "thread: no capture built" "$(thread CONFIG_RUST=y capture,rust_sites)" default
 check "thread: jump labels" "$(thread CONFIG_JUMP_LABEL=y alloc_sites)" single
 check "thread: TCG_THREAD overrides" \

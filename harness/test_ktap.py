@@ -183,6 +183,38 @@ class JudgeTest(unittest.TestCase):
         j = judge(KUNIT_OK + "ALLOCPROF: insmod alloc_tag_test failed\n" + SELFTEST_OK + END)
         self.assertFailure(j, "insmod alloc_tag_test failed")
 
+    # make fuzz boots (ktap.py --fuzz): the driver's operation log names
+    # anything (a function called warn_alloc, a command "BUG: "), and the
+    # boot-time sysctl message is a failure only there.
+    FUZZ = ("ALLOCPROF: selftest fuzz begin\n"
+            "[   22.5] fuzz: w0 #1 capture: arm function:BUG: x\n"
+            "[   22.6] fuzz: w1 #7 capture: arm mm/slub.c:1 WARNING: y\n"
+            "TAP version 13\n1..1\nok 1 workers finished in time\n"
+            "ALLOCPROF: selftest fuzz exit 0\nALLOCPROF: done\n")
+
+    def fuzz_judge(self, text, fuzz=True):
+        with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+            f.write(text)
+            path = f.name
+        try:
+            return ktap.judge(path, "t", False, ["fuzz"], fuzz)
+        finally:
+            os.unlink(path)
+
+    def test_fuzz_operation_lines_are_not_reports(self):
+        j = self.fuzz_judge(self.FUZZ)
+        self.assertEqual(j.failures, [])
+        self.assertEqual(j.passed, 1)
+
+    def test_fuzz_boot_time_sysctl_error(self):
+        log = "[    0.5] Failed to set sysctl parameter 'vm.mem_profiling=1': x\n" + self.FUZZ
+        self.assertFailure(self.fuzz_judge(log), "Failed to set sysctl")
+        self.assertFalse(any("sysctl" in f for f in self.fuzz_judge(log, fuzz=False).failures))
+
+    def test_fuzz_report_after_an_operation(self):
+        log = self.FUZZ.replace("TAP version", "[   22.7] BUG: KASAN: use-after-free in f\nTAP version")
+        self.assertFailure(self.fuzz_judge(log), "KASAN")
+
 
 if __name__ == "__main__":
     result = unittest.TextTestRunner(verbosity=1).run(
