@@ -211,6 +211,13 @@ class JudgeTest(unittest.TestCase):
         self.assertFailure(self.fuzz_judge(log), "Failed to set sysctl")
         self.assertFalse(any("sysctl" in f for f in self.fuzz_judge(log, fuzz=False).failures))
 
+    def test_fuzz_expected_upstream_warning(self):
+        warn = ("[   20.1] ------------[ cut here ]------------\n"
+                "[   20.2] WARNING: CPU: 1 PID: 63 at mm/vmalloc.c:1804 alloc_vmap_area+0x908/0x1350\n")
+        log = self.FUZZ.replace("TAP version", warn + "TAP version")
+        self.assertEqual(self.fuzz_judge(log).failures, [])
+        self.assertFailure(self.fuzz_judge(log, fuzz=False), "WARNING")
+
     def test_fuzz_report_after_an_operation(self):
         log = self.FUZZ.replace("TAP version", "[   22.7] BUG: KASAN: use-after-free in f\nTAP version")
         self.assertFailure(self.fuzz_judge(log), "KASAN")
