@@ -110,6 +110,7 @@ static unsigned int excluded;
 static char *guard;		/* a page followed by a PROT_NONE page */
 static char *rdonly;		/* a read-only page */
 static char selfdir[256];
+static double cpu_after;	/* no CPU hotplug before (-c) */
 
 enum {
 	X_INTERNAL = 1, X_FAULTS = 2, X_MODULES = 4, X_CAPTURE = 8, X_COMPAT = 16,
@@ -971,12 +972,16 @@ static void op_faults(void)
  * of two), the kernel runs uniprocessor alternatives and records every
  * module's SMP alternatives; bringing the second CPU up patches them all,
  * so a module whose record was left behind by a failed load is found then.
+ * The first bring-up ends uniprocessor mode: none before half the run.
  */
 static void op_cpu(void)
 {
 	char path[64];
 	int cpu = 1 + below(3);
 	bool on = chance(70);
+
+	if (now() < cpu_after)
+		return;
 
 	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
 	if (access(path, W_OK))
@@ -1379,6 +1384,7 @@ int main(int argc, char **argv)
 	op("start: seed %llu, %d s, %d workers", (unsigned long long)seed, seconds, nworkers);
 	t0 = now();
 	deadline = t0 + seconds;
+	cpu_after = t0 + seconds / 2;
 	for (i = 0; i < nworkers; i++) {
 		pids[i] = fork();
 		if (pids[i] == 0)
