@@ -987,7 +987,11 @@ static void op_cpu(void)
 	if (access(path, W_OK))
 		return;
 	op("cpu: cpu%d %s", cpu, on ? "online" : "offline");
+	/* Not failed by this worker's faults: a CPU that never comes up tests nothing. */
+	write_str("/proc/self/make-it-fail", "0");
 	write_str(path, on ? "1" : "0");
+	if (!(excluded & X_FAULTS))
+		write_str("/proc/self/make-it-fail", "1");
 }
 
 /* ---- workers ---------------------------------------------------------- */
