@@ -252,9 +252,10 @@ def main():
       "(built against each kernel) for every configuration. KVM: not usable on this machine "
       "(no vmx/svm; nested software KVM hangs), so no wall-clock ratios.")
     w("- configurations: (a) profiling compiled out; (b) upstream C 6.12 on / off "
-      "(`sysctl.vm.mem_profiling=0`) / `never`; (c) the Rust core on / off / never, page tags "
-      "in page_ext; (d) the same kernel booted `1,compressed` / `0,compressed` (tag index in "
-      "page->flags); (e) a compressed-only build (harness/kernel-conly.config: no PAGE_EXTENSION "
+      "(`sysctl.vm.mem_profiling=0`) / `never`; (c) the Rust core on / off / never / "
+      "flipped-off (booted on, switched off before the loops), page tags in page_ext; (d) the "
+      "same kernel booted `1,compressed` / `0,compressed` / `1,compressed` and switched off "
+      "(tag index in page->flags); (e) a compressed-only build (harness/kernel-conly.config: no PAGE_EXTENSION "
       "at all) on / off. Each config set has its own compiled-out build (a).\n")
 
     prod = load(out, "prod-")
@@ -290,6 +291,31 @@ def capture_cost(w, med, names):
         w(f"| {n} | {plain:.1f} | {armed:.1f} | {armed - plain:+.1f} |")
 
 
+def flip_cost(w, med, names):
+    """Issue 35: off after a switch from on, beside off from boot."""
+    pairs = [(o, f) for o, f in (("rust-off", "rust-flipped-off"),
+                                 ("rust-compressed-off", "rust-compressed-flipped-off"))
+             if o in names and f in names]
+    if not pairs:
+        return
+    w("\n## Off after a switch (issue 35)\n")
+    w("Booted on, then `echo 0 > /proc/sys/vm/mem_profiling` before the loops (*flipped-off*), "
+      "beside booted off. Frees keep uncharging what was charged while on: the free side's "
+      "static key stays on once profiling has been on, so each free looks its reference up "
+      "(and finds it empty for what was allocated while off). Booted off, every hook stays a "
+      "patched no-op.\n")
+    w("| loop | " + " | ".join(f"{o} | {f} | flip cost per pair" for o, f in pairs) + " |")
+    w("|---" * (1 + 3 * len(pairs)) + "|")
+    for l in LOOPS:
+        cells = []
+        for o, f in pairs:
+            a, b = med.get((o, l)), med.get((f, l))
+            cells += [f"{a:.1f}" if a else "", f"{b:.1f}" if b else "",
+                      f"{b - a:+.1f} ({pct(b, a)})" if a and b else ""]
+        if any(cells):
+            w(f"| {l} | " + " | ".join(cells) + " |")
+
+
 def section(w, out, prefix, data):
     """Every table of one config set."""
     med, spread = medians(data)
@@ -316,6 +342,7 @@ def section(w, out, prefix, data):
         cells = [pct(med[(n, l)], med[(base, l)]) if (n, l) in med else "" for n in names if n != base]
         w(f"| {l} | " + " | ".join(cells) + " |")
     capture_cost(w, med, names)
+    flip_cost(w, med, names)
 
     w("\n## Rust core against upstream C, same mode\n")
     w("| loop | on | off | never |")

@@ -42,7 +42,9 @@ for c in "${configs[@]}"; do
 	fi
 	name=${label#*:}
 	echo "== bench: booting $name"
-	CMD='insmod ./alloc_tag_bench.ko && rmmod alloc_tag_bench
+	# allocprof_flip_off (harness/matrix): booted on, switched off here.
+	CMD='if grep -qw allocprof_flip_off /proc/cmdline; then echo 0 > /proc/sys/vm/mem_profiling && echo "flipped off: $(cat /proc/sys/vm/mem_profiling)"; fi
+insmod ./alloc_tag_bench.ko && rmmod alloc_tag_bench
 insmod ./alloc_tag_rust_bench.ko && rmmod alloc_tag_rust_bench
 dmesg | grep "alloc_tag_bench: loop="
 [ -r /proc/allocinfo ] && ./allocinfo_read && grep " func:alloc_slab_obj_exts " /proc/allocinfo

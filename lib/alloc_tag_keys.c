@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The static keys the allocation profiling hooks test; the Rust core
- * (rust/kernel/alloc_tag/) flips them, and /proc/sys/vm/mem_profiling is
- * proc_do_static_key() on the first.
+ * (rust/kernel/alloc_tag/) flips them: /proc/sys/vm/mem_profiling switches
+ * the first, and switching it on switches the free side's on for good.
  *
  * alloc_hooks() tests mem_alloc_profiling_key in the code of every caller,
  * modules of any license included, so it is exported to all modules.  (A
@@ -17,10 +17,13 @@
 /* What DECLARE_STATIC_KEY_MAYBE() in alloc_tag.h declares. */
 #ifdef CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT
 DEFINE_STATIC_KEY_TRUE(mem_alloc_profiling_key);
+DEFINE_STATIC_KEY_TRUE(mem_alloc_profiling_free_key);
 #else
 DEFINE_STATIC_KEY_FALSE(mem_alloc_profiling_key);
+DEFINE_STATIC_KEY_FALSE(mem_alloc_profiling_free_key);
 #endif
 EXPORT_SYMBOL(mem_alloc_profiling_key);
+/* The free side's key is tested only by hooks in mm/: not exported. */
 
 #ifdef CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT
 /* Only the page allocator's hooks test it. */

@@ -108,6 +108,23 @@ static __always_inline bool mem_alloc_profiling_enabled(void)
 }
 
 /*
+ * The free side's key: on from the first time profiling is on until reboot,
+ * so that what was charged while on is uncharged when it is freed, whether
+ * profiling is still on or not.  The allocation hooks test
+ * mem_alloc_profiling_enabled(); the hooks that uncharge, or that move a
+ * charge from one page to another (split, migration), test this one.
+ * Switching profiling off thus stops charging, while the rows stay exact;
+ * only a boot with profiling off has free hooks that cost nothing.
+ */
+DECLARE_STATIC_KEY_MAYBE(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT,
+			mem_alloc_profiling_free_key);
+
+static __always_inline bool mem_alloc_profiling_free_enabled(void)
+{
+	return static_branch_unlikely(&mem_alloc_profiling_free_key);
+}
+
+/*
  * Rust entry points.  Callers test mem_alloc_profiling_enabled() first, so
  * with profiling off no call is made.
  */
@@ -194,6 +211,7 @@ void pcpu_alloc_tag_init_boot_chunks(void);
 
 #define DEFINE_ALLOC_TAG(_alloc_tag)
 static inline bool mem_alloc_profiling_enabled(void) { return false; }
+static inline bool mem_alloc_profiling_free_enabled(void) { return false; }
 static inline bool mem_alloc_profiling_permanently_disabled(void) { return true; }
 static inline void alloc_tag_add(union codetag_ref *ref, struct alloc_tag *tag,
 				 size_t bytes) {}

@@ -167,7 +167,7 @@ static __always_inline struct alloc_tag *__pgalloc_tag_get_pfn(struct page *page
 
 /*
  * The tag of @pg, which the caller holds a reference to; the caller tests
- * mem_alloc_profiling_enabled().  A macro for page_to_pfn(), as above.
+ * mem_alloc_profiling_free_enabled().  A macro for page_to_pfn(), as above.
  */
 #define pgalloc_tag_get_owned(pg)					\
 ({									\
@@ -179,7 +179,7 @@ static __always_inline struct alloc_tag *__pgalloc_tag_get_pfn(struct page *page
 /* Mark @page as intentionally not counted (memblock, hwpoison). */
 static inline void clear_page_tag_ref(struct page *page)
 {
-	if (mem_alloc_profiling_enabled())
+	if (mem_alloc_profiling_free_enabled())
 		__clear_page_tag_ref(page);
 }
 
@@ -203,7 +203,7 @@ do {									\
 
 #define pgalloc_tag_sub(pg, nr)					\
 do {									\
-	if (mem_alloc_profiling_enabled()) {				\
+	if (mem_alloc_profiling_free_enabled()) {			\
 		struct page *__pt_page = (pg);				\
 									\
 		__pgalloc_tag_sub(__pt_page, page_to_pfn(__pt_page), nr); \
@@ -212,13 +212,13 @@ do {									\
 
 static inline struct alloc_tag *pgalloc_tag_get(struct page *page)
 {
-	return mem_alloc_profiling_enabled() ? __pgalloc_tag_get(page) : NULL;
+	return mem_alloc_profiling_free_enabled() ? __pgalloc_tag_get(page) : NULL;
 }
 
 /* Uncharge the bytes of @nr pages freed apart from their head page. */
 static inline void pgalloc_tag_sub_pages(struct alloc_tag *tag, unsigned int nr)
 {
-	if (mem_alloc_profiling_enabled() && tag)
+	if (mem_alloc_profiling_free_enabled() && tag)
 		__pgalloc_tag_sub_pages(tag, nr);
 }
 

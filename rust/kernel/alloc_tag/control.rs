@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Controls: the `mem_alloc_profiling_key` static key, the
-//! `sysctl.vm.mem_profiling=` and `alloc_tag_page_bits=` boot parameters,
-//! and `/proc/sys/vm/mem_profiling`.
+//! Controls: the `mem_alloc_profiling_key` and `mem_alloc_profiling_free_key`
+//! static keys, the `sysctl.vm.mem_profiling=` and `alloc_tag_page_bits=`
+//! boot parameters, and `/proc/sys/vm/mem_profiling`.
 //!
 //! Rules:
 //! - Default: on with `MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT`, else `never`.
@@ -13,7 +13,7 @@
 //!   ([`super::compressed`], which reads it here); any other text after the
 //!   comma refuses the value.
 //! - `alloc_tag_page_bits=N` caps the page-flag bits compressed tags use.
-//! - The sysctl (0644) is `proc_do_static_key()` on the key, as upstream's:
+//! - The sysctl (0644) reads and writes as upstream's `proc_do_static_key()`:
 //!   `0` or `1` (whitespace around allowed) from `CAP_SYS_ADMIN`; anything
 //!   else is `-EINVAL` and changes nothing. After `never` every write is
 //!   `-EINVAL`, and in `MEM_ALLOC_PROFILING_DEBUG` builds `-EACCES` (as
@@ -23,6 +23,12 @@
 //!   kernel thread without `mm`, after the early parameter took it) does
 //!   nothing and succeeds, so that no boot logs `Failed to set sysctl
 //!   parameter` for a value the early parameter accepted or refused.
+//! - The allocation hooks test the profiling key; the hooks that uncharge
+//!   or move a charge test the free key. Switching profiling on switches
+//!   the free key on first, and nothing but the boot value switches it off
+//!   (before anything is charged): frees uncharge what was charged while
+//!   on even after profiling is switched off, so no flip leaves a row
+//!   charged with memory that is free.
 //! - `/proc/sys/vm/mem_profiling_compressed` (0444, as upstream 7.3) reads 1
 //!   when page tags are indexes in `page->flags`, 0 when they are in
 //!   `page_ext` (a fallback included) or profiling is `never`.
@@ -77,12 +83,34 @@ pub fn profiling_enabled() -> bool {
     unsafe { bindings::static_key_is_enabled(profiling_key()) }
 }
 
-fn set_enabled(on: bool) {
-    if on != profiling_enabled() {
-        // SAFETY: `profiling_key()` is a valid static key, and
-        // `static_key_enable()`/`_disable()` take the jump-label lock.
-        unsafe { bindings::static_key_set(profiling_key(), on) };
+/// `mem_alloc_profiling_free_key`, the static key of the hooks that
+/// uncharge or move a charge (`mem_alloc_profiling_free_enabled()`),
+/// defined in C next to the profiling key.
+#[inline]
+fn free_key() -> *mut bindings::static_key {
+    // SAFETY: as in `profiling_key()`.
+    unsafe { core::ptr::addr_of_mut!(bindings::mem_alloc_profiling_free_key.key) }
+}
+
+/// Sets `key` to `on` unless it is already.
+fn key_set(key: *mut bindings::static_key, on: bool) {
+    // SAFETY: `key` is one of the two valid static keys above, and
+    // `static_key_enable()`/`_disable()` take the jump-label lock.
+    unsafe {
+        if bindings::static_key_is_enabled(key) != on {
+            bindings::static_key_set(key, on);
+        }
     }
+}
+
+/// Switches counting on or off at run time. On, the free key first: once
+/// an allocation can be charged, its free uncharges it. Off leaves the
+/// free key on, so that what was charged is still uncharged when freed.
+fn switch(on: bool) {
+    if on {
+        key_set(free_key(), true);
+    }
+    key_set(profiling_key(), on);
 }
 
 /// True after `sysctl.vm.mem_profiling=never` (or without it when profiling
@@ -114,7 +142,10 @@ unsafe extern "C" fn alloc_tag_early_param(value: *mut c_char) -> c_int {
                 BootMode::Never => (false, false),
             };
             SUPPORTED.store(support, Ordering::Relaxed);
-            set_enabled(on);
+            // Early parameters come before the page allocator is up, so
+            // nothing is charged yet: the free key may follow the value.
+            key_set(free_key(), on);
+            key_set(profiling_key(), on);
         }
         Err(e) => {
             pr_err!(
@@ -187,13 +218,18 @@ core::arch::global_asm!(
 
 /// The value `/proc/sys/vm/mem_profiling_compressed` shows, set at init
 /// before the table is registered and never changed after.
-/// The `vm.mem_profiling` handler: `proc_do_static_key()` on the key, but
-/// for the boot-time write and the writes the mode forbids (see the module
-/// documentation).
+/// `0` and `1`, the bounds of a `vm.mem_profiling` write.
+static ZERO_ONE: [c_int; 2] = [0, 1];
+
+/// The `vm.mem_profiling` handler: `proc_do_static_key()`'s checks and
+/// parsing, with [`switch`] for the keys, but for the boot-time write and
+/// the writes the mode forbids (see the module documentation).
 ///
 /// # Safety
 ///
-/// As `proc_do_static_key()`: called by the sysctl core with its arguments.
+/// Called by the sysctl core with its arguments: `table` is the entry,
+/// `buffer`, `lenp` and `ppos` as the sysctl core passes them to
+/// `proc_dointvec_minmax()`.
 unsafe extern "C" fn proc_mem_profiling(
     table: *const bindings::ctl_table,
     write: c_int,
@@ -213,10 +249,32 @@ unsafe extern "C" fn proc_mem_profiling(
         if cfg!(CONFIG_MEM_ALLOC_PROFILING_DEBUG) {
             return crate::error::code::EACCES.to_errno();
         }
+        // SAFETY: `capable()` may be called from any process context.
+        if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) } {
+            return crate::error::code::EPERM.to_errno();
+        }
     }
-    // SAFETY: the caller's arguments, for the table whose `data` is the key
-    // (`sysctl_init()`).
-    unsafe { bindings::proc_do_static_key(table, write, buffer, lenp, ppos) }
+    let mut val = c_int::from(profiling_enabled());
+    let tmp = bindings::ctl_table {
+        // SAFETY: `table` is the valid entry the sysctl core passed.
+        procname: unsafe { (*table).procname },
+        data: core::ptr::addr_of_mut!(val).cast::<c_void>(),
+        maxlen: core::mem::size_of::<c_int>() as c_int,
+        // SAFETY: as above.
+        mode: unsafe { (*table).mode },
+        proc_handler: None,
+        poll: core::ptr::null_mut(),
+        extra1: ZERO_ONE.as_ptr().cast_mut().cast::<c_void>(),
+        extra2: ZERO_ONE[1..].as_ptr().cast_mut().cast::<c_void>(),
+    };
+    // SAFETY: `tmp` points at `val`, a `c_int` that outlives the call, with
+    // the bounds `proc_dointvec_minmax()` only reads; the other arguments
+    // are the caller's.
+    let ret = unsafe { bindings::proc_dointvec_minmax(&tmp, write, buffer, lenp, ppos) };
+    if write != 0 && ret == 0 {
+        switch(val != 0);
+    }
+    ret
 }
 
 static COMPRESSED_SYSCTL: AtomicI32 = AtomicI32::new(0);
@@ -232,7 +290,7 @@ unsafe impl Sync for SysctlTable {}
 static SYSCTL: SysctlTable = SysctlTable(Opaque::new([
     bindings::ctl_table {
         procname: c"mem_profiling".as_ptr().cast::<c_char>(),
-        // Set to `profiling_key()` by `sysctl_init()`.
+        // The handler keeps its state in the static keys.
         data: core::ptr::null_mut(),
         maxlen: 0,
         mode: 0o644,
@@ -261,14 +319,9 @@ pub(crate) fn sysctl_init(compressed: bool) {
     COMPRESSED_SYSCTL.store(c_int::from(compressed), Ordering::Relaxed);
     let table = SYSCTL.0.get().cast::<bindings::ctl_table>();
     // SAFETY: not yet registered, so nothing else reads the table; entry 1
-    // is inside the two-entry array. `proc_do_static_key()` takes `data` for
-    // a `struct static_key` and flips it with the static-key API (which
-    // locks); `proc_dointvec` only reads the `c_int` behind `data` through a
-    // 0444 entry. Both statics live for ever.
-    unsafe {
-        (*table).data = profiling_key().cast::<c_void>();
-        (*table.add(1)).data = COMPRESSED_SYSCTL.as_ptr().cast::<c_void>();
-    }
+    // is inside the two-entry array. `proc_dointvec` only reads the `c_int`
+    // behind `data` through a 0444 entry; the static lives for ever.
+    unsafe { (*table.add(1)).data = COMPRESSED_SYSCTL.as_ptr().cast::<c_void>() };
     // SAFETY: the table and its strings are static; two entries.
     let header = unsafe { bindings::register_sysctl_sz(c_str!("vm").as_char_ptr(), table, 2) };
     if header.is_null() {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Parsers of the profiler's boot parameters (`sysctl.vm.mem_profiling=`,
-//! `alloc_tag_page_bits=`); sysctl writes go through `proc_do_static_key()`.
+//! `alloc_tag_page_bits=`); sysctl writes are parsed by `proc_dointvec_minmax()`.
 //!
 //! Pure functions of bytes with no kernel dependency, so that the same file
 //! is also built and fuzzed on the host.

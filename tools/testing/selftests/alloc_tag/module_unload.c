@@ -184,7 +184,7 @@ TEST_F(tag_area, outlives_module_then_goes)
 	int i, ret;
 
 	ASSERT_EQ(0, att_ctl("release"));
-	/* Rows of copies kept by drift elsewhere (sysctl_toggle) stay as they are. */
+	/* Rows of copies still held by earlier tests stay as they are. */
 	ASSERT_EQ(0, read_sums(&before, HOLD_MOD));
 
 	for (i = 1; i <= HOLD_CYCLES; i++) {

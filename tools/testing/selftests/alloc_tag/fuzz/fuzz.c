@@ -1475,13 +1475,10 @@ int main(int argc, char **argv)
 			write_str("/proc/sysrq-trigger", "w");
 		}
 		ktap(cleaned, "cleanup: capture disarmed, modules emptied and unloaded");
-		if (sh->profiling_switched_off) {
-			printf("# profiling was switched off during the run: rows may drift\n");
-			ktap(true, "rows of released modules read 0/0 # SKIP counter drift");
-			ktap(true, "alloc_tag_test_leak rows # SKIP counter drift");
-		} else {
-			check_rows();
-		}
+		/* Exact whether profiling was switched off on the way or not. */
+		if (sh->profiling_switched_off)
+			printf("# profiling was switched off during the run\n");
+		check_rows();
 		check_kmemleak();
 	}
 	printf("fuzz: seed %llu: %s\n", (unsigned long long)seed, nfail ? "FAIL" : "PASS");
