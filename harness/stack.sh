@@ -82,6 +82,9 @@ lay)
 	else
 		"$H/pristine-git.sh" "$PRISTINE" "$G"
 	fi
+	# New commits in the tree are the team's, as the stack's are.
+	git config user.name "$GIT_AUTHOR_NAME"
+	git config user.email "$GIT_AUTHOR_EMAIL"
 	git checkout -q -f -B stack pristine
 	git clean -q -fdx
 	while read -r p; do
