@@ -16,10 +16,7 @@ PRISTINE=$CACHE_DIR/src/linux-source-6.12
 S=$CACHE_DIR/series
 G=$S/linux
 out=$S/patches
-export GIT_AUTHOR_NAME="allocprof developers" GIT_AUTHOR_EMAIL="dev@allocprof.invalid"
-export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
-export GIT_COMMITTER_DATE="2026-12-02T00:00:00Z"
-git() { command git -C "$G" -c core.autocrlf=false -c advice.detachedHead=false "$@"; }
+. "$REPO/harness/git-env.sh"
 
 "$REPO/harness/pristine-git.sh" "$PRISTINE" "$G"
 git checkout -q -f pristine

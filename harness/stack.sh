@@ -23,11 +23,7 @@ G=${STACK_TREE:-$CACHE_DIR/stack/linux}
 PD=$REPO/patches
 H=$REPO/harness
 
-# Fixed identities and dates: the same patches give the same commits.
-export GIT_AUTHOR_NAME="allocprof developers" GIT_AUTHOR_EMAIL="dev@allocprof.invalid"
-export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
-export GIT_COMMITTER_DATE="2026-12-02T00:00:00Z"
-git() { command git -C "$G" -c core.autocrlf=false -c advice.detachedHead=false "$@"; }
+. "$H/git-env.sh"
 
 patch_list() {
 	[ -f "$PD/series" ] || return 0

@@ -41,7 +41,7 @@ P=$CACHE_DIR/src/linux-source-6.12
 mkdir -p "$P/lib" "$REPO/patches" "$REPO/harness"
 printf 'VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 118\n' > "$P/Makefile"
 seq 1 40 | sed 's/^/line /' > "$P/lib/a.c"
-cp "$H/stack.sh" "$H/pristine-git.sh" "$REPO/harness/"
+cp "$H/stack.sh" "$H/pristine-git.sh" "$H/git-env.sh" "$REPO/harness/"
 g() { git -C "$STACK_TREE" -c user.name=t -c user.email=t@t "$@"; }
 
 expect "lay with no patches" 0 '^stack: 0 patches' "$REPO/harness/stack.sh" lay
