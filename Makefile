@@ -72,6 +72,14 @@ FRAGS    := $(H)/kernel-distro.config $(REPO)/$(STDIR)/config
 export BASE_CONFIG := $(DISTRO_CONFIG)
 export LSMOD_LIST := $(H)/distro.lsmod
 endif
+# VARIANT=real (make test-real): the same with a realistic module set as =m
+# (harness/real.lsmod) and the root disk and filesystem built in
+# (harness/kernel-real.config).
+ifeq ($(VARIANT),real)
+FRAGS    := $(H)/kernel-distro.config $(REPO)/$(STDIR)/config $(H)/kernel-real.config
+export BASE_CONFIG := $(DISTRO_CONFIG)
+export LSMOD_LIST := $(H)/real.lsmod
+endif
 PHASE    := $(H)/phase
 
 comma    := ,
