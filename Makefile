@@ -9,6 +9,8 @@
 #                   profiler, NUMA, PREEMPT_RT and Debian's distro config
 #   make fuzz       the debug kernel under random operations on every control
 #                   surface (SEED=n or SEEDS="a b ...", FUZZ_S=seconds each)
+#   make test-real  Debian 12 under systemd on Debian's config with real
+#                   modules: workloads, module churn, the rows judged after
 #
 # BASE=rust (default) builds the Rust core; BASE=upstream the pristine 6.12
 # profiler with only our tests on top.  make test runs the suite on both,
@@ -88,12 +90,12 @@ export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SU
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
 	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench test-debug \
-	test-configs where fuzz
+	test-configs where fuzz test-real
 
 all: run
 
 help:
-	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	@$(PHASE) setup $(H)/setup.sh
@@ -152,6 +154,15 @@ test:
 # each with the suite; CONFIGS=a,b runs a subset (names as in CONFIGS_TARGETS).
 test-configs:
 	@HOST_TESTS=0 TEST_BASES="$(if $(CONFIGS),$(subst $(comma), ,$(CONFIGS)),$(CONFIGS_TARGETS))" $(H)/test.sh
+
+# A Debian 12 userspace (mmdebstrap, cached in CACHE_DIR) under systemd and
+# udev on the rust-real kernel (Debian's config with a realistic module set),
+# booted from a virtio disk: workloads, module unload/reload, sysctl flips,
+# and the kernel log and /proc/allocinfo judged after (harness/real.sh,
+# notes/test-real.md).  Not part of make test.
+test-real:
+	@SETUP_REAL=1 $(PHASE) setup $(H)/setup.sh
+	@$(H)/real.sh
 
 # The suite on the Rust core under KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
 # PREEMPT and MEM_ALLOC_PROFILING_DEBUG (harness/kernel-debug.config); any

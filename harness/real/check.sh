@@ -1,0 +1,312 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make test-real, inside the Debian guest: the checks of one boot, run by
+# allocprof-real.service once multi-user.target is reached.  Results go to
+# the serial console as KTAP-style "ok N name" / "not ok N name" lines with
+# "# " diagnostics, then the guest powers off.
+#
+# The kernel command line says what this boot is:
+#   allocprof_real=main|compressed|never   the profiling mode asked for
+#   allocprof_real_s=N                      seconds of workload (default 120)
+#   allocprof_real_rounds=N                 unload/reload rounds (default 3)
+#   allocprof_real_nopoweroff               stay up (debugging by hand)
+set -uo pipefail
+
+out=/var/log/allocprof-real.log
+exec > >(tee "$out" > /dev/ttyS0) 2>&1
+
+arg() {
+	local a
+	for a in $(cat /proc/cmdline); do
+		case $a in "$1="*) echo "${a#*=}"; return;; esac
+	done
+	echo "$2"
+}
+mode=$(arg allocprof_real main)
+secs=$(arg allocprof_real_s 120)
+rounds=$(arg allocprof_real_rounds 3)
+t0=$(date +%s)
+work=/var/tmp/allocprof-real
+rm -rf "$work"
+mkdir -p "$work"
+
+n=0 npass=0 nfail=0
+ok() { n=$((n + 1)); npass=$((npass + 1)); echo "ok $n $1"; }
+notok() { n=$((n + 1)); nfail=$((nfail + 1)); echo "not ok $n $1"; }
+# check NAME CMD...: ok if CMD succeeds; its output as diagnostics if not.
+check() {
+	local name=$1 o
+	shift
+	if o=$("$@" 2>&1); then
+		ok "$name"
+	else
+		notok "$name"
+		sed 's/^/# /' <<< "$o" | head -n 20
+	fi
+}
+diag() { echo "# $*"; }
+modules() { awk '{print $1}' /proc/modules | sort; }
+
+echo "TAP version 13"
+diag "allocprof-real: mode $mode, ${secs}s of workload, $rounds unload/reload rounds, kernel $(uname -r)"
+
+# 1. systemd and udev.
+check multi_user_reached systemctl is-active multi-user.target
+failed=$(systemctl list-units --failed --plain --no-legend 2>&1 | awk '{print $1}')
+if [ -z "$failed" ]; then ok no_failed_units; else notok no_failed_units; diag "failed: $failed"; fi
+boot_mods=$(modules)
+diag "udev and systemd loaded $(wc -l <<< "$boot_mods") modules: $(echo $boot_mods)"
+# The devices QEMU gives the guest (harness/real.sh) have drivers that are
+# modules; udev must have loaded them by their modaliases.
+missing=
+for m in virtio_net virtio_rng virtio_balloon virtio_scsi bochs i2c_piix4 qemu_fw_cfg; do
+	grep -qx "$m" <<< "$boot_mods" || missing="$missing $m"
+done
+if [ -z "$missing" ] && [ "$(wc -l <<< "$boot_mods")" -ge 20 ]; then
+	ok udev_loaded_modules
+else
+	notok udev_loaded_modules
+	diag "missing:${missing:-none}; $(wc -l <<< "$boot_mods") loaded (at least 20 expected)"
+fi
+
+# 2. The profiling mode asked for.
+prof=$(cat /proc/sys/vm/mem_profiling 2>/dev/null || echo missing)
+comp=$(cat /proc/sys/vm/mem_profiling_compressed 2>/dev/null || echo missing)
+diag "vm.mem_profiling=$prof vm.mem_profiling_compressed=$comp; $(dmesg | grep -m1 'alloc_tag: Rust core' | sed 's/^\[[^]]*\] //')"
+case $mode in
+main)
+	if [ "$prof" = 1 ] && [ "$comp" = 0 ]; then ok profiling_on_page_ext; else notok profiling_on_page_ext; fi ;;
+compressed)
+	# Debian's page-flag budget has no room for the tag index.
+	if [ "$prof" = 1 ] && [ "$comp" = 0 ] && dmesg | grep -q 'compressed page tags do not fit'; then
+		ok compressed_falls_back_to_page_ext
+	else
+		notok compressed_falls_back_to_page_ext
+	fi ;;
+never)
+	if [ "$prof" = 0 ] && ! sysctl -q -w vm.mem_profiling=1 2>/dev/null &&
+		[ "$(cat /proc/sys/vm/mem_profiling)" = 0 ]; then
+		ok never_stays_off
+	else
+		notok never_stays_off
+	fi ;;
+esac
+
+# 3. Use the server modules as their users would: each mount, device or
+# ruleset below makes the kernel load its modules (request_module), as on
+# a real system.  Then take it all down again, so that they can be
+# unloaded.
+loopdev() { truncate -s "$2" "$work/$1.img" && losetup -f --show "$work/$1.img"; }
+use_xfs() {
+	local d
+	d=$(loopdev xfs 320M) || return 1
+	mkfs.xfs -q "$d" && mkdir -p "$work/xfs" && mount -t xfs "$d" "$work/xfs" &&
+		cp -a /usr/lib/modules "$work/xfs/" && sync && umount "$work/xfs" && losetup -d "$d"
+}
+use_btrfs() {
+	local d
+	d=$(loopdev btrfs 256M) || return 1
+	mkfs.btrfs -q -f "$d" && mkdir -p "$work/btrfs" && mount -t btrfs -o compress=zstd "$d" "$work/btrfs" &&
+		btrfs subvolume create "$work/btrfs/sub" >/dev/null && cp -a /usr/share/doc "$work/btrfs/sub/" &&
+		btrfs scrub start -B "$work/btrfs" >/dev/null && umount "$work/btrfs" && losetup -d "$d"
+}
+use_squashfs() {
+	mksquashfs /usr/share/man "$work/sq.img" -quiet -noappend >/dev/null && mkdir -p "$work/sq" &&
+		mount -t squashfs -o loop "$work/sq.img" "$work/sq" && ls -R "$work/sq" >/dev/null && umount "$work/sq"
+}
+use_dm_crypt() {
+	local d key
+	d=$(loopdev crypt 64M) || return 1
+	key=$(head -c 64 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	dmsetup create allocprof-crypt --table "0 $((64 * 2048)) crypt aes-xts-plain64 $key 0 $d 0" &&
+		mkfs.ext4 -q /dev/mapper/allocprof-crypt && dmsetup remove allocprof-crypt && losetup -d "$d"
+}
+use_links() {
+	ip link add br0 type bridge && ip link add v0 type veth peer name v1 && ip link set v0 master br0 &&
+	ip link add link v1 name v1.10 type vlan id 10 && ip link add d0 type dummy &&
+	ip link add bond0 type bond && ip link add vx0 type vxlan id 42 dstport 4789 local 127.0.0.1 &&
+	ip link add mv0 link d0 type macvlan && ip link add wg0 type wireguard && ip tuntap add tun0 mode tun &&
+	ip link set br0 up && ip link set v0 up && ip link set v1 up && ip link set v1.10 up && ip link set wg0 up &&
+	for l in v1.10 vx0 mv0 wg0 bond0 d0 br0 v0 tun0; do ip link del "$l" || return 1; done
+}
+use_nft() {
+	nft -f - <<-'EOF' && nft list ruleset >/dev/null && nft flush ruleset
+	table inet allocprof {
+		chain input { type filter hook input priority 0; ct state established,related accept; tcp dport 22 limit rate 10/second log prefix "allocprof " reject with tcp reset; }
+	}
+	table ip allocprof_nat { chain post { type nat hook postrouting priority 100; masquerade; } }
+	EOF
+}
+use_overlay() {
+	mkdir -p "$work"/ov/{l,u,w,m} && mount -t overlay overlay -o lowerdir="$work/ov/l",upperdir="$work/ov/u",workdir="$work/ov/w" "$work/ov/m" &&
+		echo x > "$work/ov/m/f" && umount "$work/ov/m"
+}
+for u in xfs btrfs squashfs dm_crypt links nft overlay; do
+	check "use_$u" "use_$u"
+done
+modprobe -a br_netfilter nft_compat xt_conntrack xt_MASQUERADE tls tcp_bbr sch_fq 8021q zram nbd 9pnet_virtio vsock_loopback binfmt_misc 2>&1 | sed 's/^/# /'
+used_mods=$(modules)
+diag "after use: $(wc -l <<< "$used_mods") modules; loaded by use: $(comm -13 <(echo "$boot_mods") <(echo "$used_mods") | xargs)"
+
+# 4. Workloads for $secs seconds, while vm.mem_profiling flips and every
+# module that can be removed is unloaded and reloaded.
+removable() {
+	# No holders and no users: modprobe -r can take it (and then its
+	# dependencies that nothing else uses).
+	awk '$3 == 0 && $4 == "-" {print $1}' /proc/modules | sort
+}
+cands=$(removable)
+diag "removable at the start: $(wc -l <<< "$cands"): $(echo $cands)"
+mkdir -p "$work/stress"
+stress_log=$work/stress.log
+# Memory, filesystem (on the ext4 root) and network (loopback) classes, all
+# their stressors at once, one instance each; hackbench (rt-tests) for the
+# socket and pipe paths.
+(
+	stress-ng --class memory --all 1 --timeout "${secs}s" --temp-path "$work/stress" --metrics-brief \
+		--oom-avoid 2>&1 | sed 's/^/memory: /' &
+	stress-ng --class filesystem --all 1 --timeout "${secs}s" --temp-path "$work/stress" --metrics-brief \
+		2>&1 | sed 's/^/filesystem: /' &
+	stress-ng --class network --all 1 --timeout "${secs}s" --temp-path "$work/stress" --metrics-brief \
+		2>&1 | sed 's/^/network: /' &
+	wait
+) > "$stress_log" 2>&1 &
+stress_pid=$!
+hackbench_rc=0
+( end=$(( $(date +%s) + secs )); while [ "$(date +%s)" -lt "$end" ]; do
+	hackbench -g 4 -l 200 -s 512 >/dev/null 2>&1 || exit 1; done ) &
+hack_pid=$!
+flips=0 flip_fail=0
+if [ "$mode" != never ]; then
+	( end=$(( $(date +%s) + secs )) f=0 bad=0
+	while [ "$(date +%s)" -lt "$end" ]; do
+		echo 0 > /proc/sys/vm/mem_profiling || bad=$((bad + 1)); sleep 0.7
+		echo 1 > /proc/sys/vm/mem_profiling || bad=$((bad + 1)); sleep 0.7
+		f=$((f + 2))
+	done; echo "$f $bad" > "$work/flips" ) &
+	flip_pid=$!
+fi
+
+declare -A unloaded busy reload_fail
+end=$(( $(date +%s) + secs ))
+r=0
+while [ $r -lt "$rounds" ] || [ "$(date +%s)" -lt "$end" ]; do
+	r=$((r + 1))
+	for m in $cands; do
+		grep -q "^$m " /proc/modules || continue
+		if modprobe -r "$m" 2>/dev/null; then
+			unloaded[$m]=$(( ${unloaded[$m]:-0} + 1 ))
+		else
+			busy[$m]=$(( ${busy[$m]:-0} + 1 ))
+		fi
+		if ! modprobe "$m" 2>"$work/modprobe.err"; then
+			reload_fail[$m]=$(( ${reload_fail[$m]:-0} + 1 ))
+			diag "modprobe $m: $(head -c 300 "$work/modprobe.err")"
+		fi
+	done
+	[ $r -ge 50 ] && break
+done
+diag "unload/reload: $r rounds; $(echo ${!unloaded[@]} | wc -w) modules unloaded and reloaded, $(( $(echo ${unloaded[@]} | tr ' ' '+' | sed 's/^$/0/') )) unloads in all"
+diag "unloaded: $(for m in $(echo ${!unloaded[@]} | tr ' ' '\n' | sort); do printf '%s:%s ' "$m" "${unloaded[$m]}"; done)"
+[ ${#busy[@]} -gt 0 ] && diag "busy at times (in use by a workload): $(echo ${!busy[@]})"
+wait "$stress_pid"
+wait "$hack_pid" || hackbench_rc=$?
+if [ "$mode" != never ]; then
+	wait "$flip_pid"
+	read -r flips flip_fail < "$work/flips"
+	echo 1 > /proc/sys/vm/mem_profiling
+fi
+grep -E '(info|fail|error|skipped|passed|failed|untrustworthy):' "$stress_log" | grep -vE 'dispatching|successful run' |
+	sed 's/^/# /' | head -n 60
+
+if [ ${#reload_fail[@]} -eq 0 ]; then ok modules_reload; else notok modules_reload; diag "reload failed: ${!reload_fail[*]}"; fi
+# Every removable module at least $rounds times, but those a workload held.
+short=
+for m in $cands; do
+	[ "${unloaded[$m]:-0}" -ge "$rounds" ] || [ -n "${busy[$m]:-}" ] || short="$short $m"
+done
+if [ -z "$short" ]; then ok modules_unloaded_each_round; else notok modules_unloaded_each_round; diag "not unloaded $rounds times:$short"; fi
+now_mods=$(modules)
+if [ "$now_mods" = "$used_mods" ]; then
+	ok modules_all_back
+else
+	notok modules_all_back
+	diag "gone: $(comm -23 <(echo "$used_mods") <(echo "$now_mods") | xargs); new: $(comm -13 <(echo "$used_mods") <(echo "$now_mods") | xargs)"
+fi
+if grep -qE '^(memory|filesystem|network): stress-ng: (info|fail|error): .*(failed|fail:)' "$stress_log"; then
+	notok stress_ng_no_failures
+	grep -E 'fail' "$stress_log" | head -n 20 | sed 's/^/# /'
+elif ! grep -q 'successful run completed' "$stress_log"; then
+	notok stress_ng_no_failures
+	tail -n 20 "$stress_log" | sed 's/^/# /'
+else
+	ok stress_ng_no_failures
+fi
+if [ "$hackbench_rc" = 0 ]; then ok hackbench; else notok hackbench; fi
+if [ "$mode" != never ]; then
+	if [ "$flips" -gt 0 ] && [ "$flip_fail" = 0 ]; then ok sysctl_flipped; else notok sysctl_flipped; fi
+	diag "vm.mem_profiling flipped $flips times ($flip_fail writes refused)"
+fi
+
+# 5. After: the kernel log, the rows.
+reports=$(dmesg | grep -E 'Oops|BUG:|WARNING:|KASAN|general protection|Call Trace|list_del corruption|refcount_t:|Kernel panic|kernel BUG|UBSAN' | head -n 20)
+if [ -z "$reports" ]; then ok no_kernel_reports; else notok no_kernel_reports; sed 's/^/# /' <<< "$reports"; fi
+
+if [ -r /proc/allocinfo ]; then
+	# Unload everything that can go, then read the rows: a module's rows
+	# must be gone or drained (0/0), or held by allocations the kernel named
+	# as alive at its unload.
+	for i in 1 2 3; do
+		for m in $(removable); do modprobe -r "$m" 2>/dev/null; done
+	done
+	left=$(modules)
+	gone=$(comm -23 <(echo "$used_mods") <(echo "$left"))
+	diag "unloaded for the row check: $(wc -w <<< "$gone") modules; still loaded: $(echo $left)"
+	cat /proc/allocinfo > "$work/allocinfo"
+	# Row: BYTES CALLS FILE:LINE [MODULE] func:NAME ...
+	wrapped=$(awk 'NR > 2 && ($1 < 0 || $2 < 0 || $2 > 4611686018427387904 || $1 > 4611686018427387904)' "$work/allocinfo")
+	if [ -z "$wrapped" ]; then ok rows_not_negative_or_wrapped; else notok rows_not_negative_or_wrapped; head -n 20 <<< "$wrapped" | sed 's/^/# /'; fi
+	alive=$(dmesg | grep 'alive at module unload')
+	undrained=
+	while read -r bytes calls site modname rest; do
+		m=${modname#[}; m=${m%]}
+		[ "$bytes" = 0 ] && [ "$calls" = 0 ] && continue
+		grep -qx "$m" <<< "$left" && continue
+		grep -qF "$site [$m]" <<< "$alive" && continue
+		undrained="$undrained
+$bytes $calls $site $modname $rest"
+	done < <(awk 'NR > 2 && $4 ~ /^\[.*\]$/' "$work/allocinfo")
+	if [ -z "$undrained" ]; then ok unloaded_module_rows_drained; else notok unloaded_module_rows_drained; sed '/^$/d; s/^/# /' <<< "$undrained" | head -n 30; fi
+	nalive=$(grep -c . <<< "$alive")
+	[ -n "$alive" ] && { diag "rows alive at module unload ($nalive):"; sed 's/^/#   /' <<< "$alive" | sort | uniq -c | sort -rn | head -n 30; }
+	# Attribution coverage.
+	sum=$(awk 'NR > 2 {s += $1} END {printf "%.0f", s}' "$work/allocinfo")
+	read -r total free cached anon shmem slab pt kstack percpu vmalloc < <(awk '
+		/^MemTotal:/ {t=$2} /^MemFree:/ {f=$2} /^Cached:/ {c=$2} /^AnonPages:/ {a=$2} /^Shmem:/ {sh=$2}
+		/^Slab:/ {sl=$2} /^PageTables:/ {p=$2} /^KernelStack:/ {k=$2} /^Percpu:/ {pc=$2} /^VmallocUsed:/ {v=$2}
+		END {print t, f, c, a, sh, sl, p, k, pc, v}' /proc/meminfo)
+	used=$(( (total - free) * 1024 ))
+	diag "coverage: /proc/allocinfo sums $((sum / 1048576)) MiB of $((used / 1048576)) MiB in use (MemTotal - MemFree): $(( sum * 100 / used ))%"
+	diag "meminfo (MiB): Cached $((cached / 1024)) (Shmem $((shmem / 1024))), AnonPages $((anon / 1024)), Slab $((slab / 1024)), PageTables $((pt / 1024)), KernelStack $((kstack / 1024)), Percpu $((percpu / 1024)), VmallocUsed $((vmalloc / 1024))"
+	diag "largest rows:"
+	sort -rn "$work/allocinfo" | head -n 12 | sed 's/^/#   /'
+	if [ "$mode" = never ]; then
+		# Nothing is counted when profiling was never on.
+		if [ "$sum" = 0 ]; then ok never_counts_nothing; else notok never_counts_nothing; fi
+	elif [ "$sum" -gt 0 ] && [ "$sum" -le "$used" ]; then
+		ok coverage_within_used_memory
+	else
+		notok coverage_within_used_memory
+	fi
+	cp "$work/allocinfo" /var/log/allocinfo.after
+elif [ "$mode" = never ]; then
+	ok never_no_allocinfo
+else
+	notok allocinfo_readable
+fi
+
+echo "1..$n"
+diag "allocprof-real: $npass passed, $nfail failed ($(( $(date +%s) - t0 ))s)"
+echo "ALLOCPROF-REAL: end"
+sync
+grep -qw allocprof_real_nopoweroff /proc/cmdline || systemctl poweroff --no-block
