@@ -9,7 +9,8 @@
 # HASH is taken over this file, so a change of the package list or of the
 # customisation below makes a new tarball (older ones are removed).  The
 # kernel's modules and the guest's check script are not in it: they change
-# with every build and are added when the disk is made (real-disk.sh).
+# with every build and are added when the disk is made (real.sh), as is
+# the machine id (mmdebstrap leaves /etc/machine-id empty).
 set -euo pipefail
 
 dir=$1
@@ -36,16 +37,13 @@ echo "real-image: mmdebstrap bookworm ($PKGS), log in $log" >&2
 # mode is the plain one.
 mode=root
 [ "$(id -u)" = 0 ] || mode=unshare
-# The root has no password (serial console, by hand); the system has a
-# machine id of its own (an empty one would make every boot a first boot);
-# no getty on the console the checks write to, no timers that start apt or
+# The root has no password (serial console, by hand); no getty on the console the checks write to, no timers that start apt or
 # scrubs in the middle of a run.
 if ! mmdebstrap --mode="$mode" --variant=minbase --include="$PKGS" \
 	--customize-hook='echo allocprof-real > "$1/etc/hostname"' \
 	--customize-hook='printf "/dev/vda / ext4 rw,errors=remount-ro 0 1\n" > "$1/etc/fstab"' \
 	--customize-hook='chroot "$1" passwd -d root' \
 	--customize-hook='chroot "$1" systemctl mask serial-getty@ttyS0.service getty@tty1.service apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer' \
-	--customize-hook='rm -f "$1"/etc/machine-id; chroot "$1" systemd-machine-id-setup' \
 	bookworm "$tmp" http://deb.debian.org/debian > "$log" 2>&1; then
 	tail -n 20 "$log" >&2
 	echo "real-image: mmdebstrap failed; log: $log" >&2

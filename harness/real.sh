@@ -81,6 +81,10 @@ mkdisk() {
 	install -m 0644 "$H/real/allocprof-real.service" "$root/etc/systemd/system/" || return 1
 	mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
 	ln -sf ../allocprof-real.service "$root/etc/systemd/system/multi-user.target.wants/allocprof-real.service"
+	# An empty machine id (as mmdebstrap leaves it) makes every boot a
+	# first boot (ConditionFirstBoot units, presets applied).
+	od -An -N16 -tx1 /dev/urandom | tr -d ' \n' > "$root/etc/machine-id"
+	echo >> "$root/etc/machine-id"
 	mke2fs -q -F -t ext4 -L root -d "$root" "$img" 4G || return 1
 	rm -rf "$root"
 }
