@@ -85,7 +85,7 @@ mkdisk() {
 	# first boot (ConditionFirstBoot units, presets applied).
 	od -An -N16 -tx1 /dev/urandom | tr -d ' \n' > "$root/etc/machine-id"
 	echo >> "$root/etc/machine-id"
-	mke2fs -q -F -t ext4 -L root -d "$root" "$img" 4G || return 1
+	mke2fs -q -F -t ext4 -L root -d "$root" "$img" 8G || return 1
 	rm -rf "$root"
 }
 

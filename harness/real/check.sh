@@ -135,7 +135,9 @@ use_nft() {
 	table inet allocprof {
 		chain input { type filter hook input priority 0; ct state established,related accept; tcp dport 22 limit rate 10/second log prefix "allocprof " reject with tcp reset; }
 	}
-	table ip allocprof_nat { chain post { type nat hook postrouting priority 100; masquerade; } }
+	table ip allocprof_nat {
+		chain post { type nat hook postrouting priority 100; masquerade; }
+	}
 	EOF
 }
 use_overlay() {
