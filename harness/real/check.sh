@@ -122,13 +122,15 @@ use_dm_crypt() {
 	dmsetup create allocprof-crypt --table "0 $((64 * 2048)) crypt aes-xts-plain64 $key 0 $d 0" &&
 		mkfs.ext4 -q /dev/mapper/allocprof-crypt && dmsetup remove allocprof-crypt && losetup -d "$d"
 }
+# Names of our own: loading bonding and dummy creates bond0 and dummy0.
 use_links() {
-	ip link add br0 type bridge && ip link add v0 type veth peer name v1 && ip link set v0 master br0 &&
-	ip link add link v1 name v1.10 type vlan id 10 && ip link add d0 type dummy &&
-	ip link add bond0 type bond && ip link add vx0 type vxlan id 42 dstport 4789 local 127.0.0.1 &&
-	ip link add mv0 link d0 type macvlan && ip link add wg0 type wireguard && ip tuntap add tun0 mode tun &&
-	ip link set br0 up && ip link set v0 up && ip link set v1 up && ip link set v1.10 up && ip link set wg0 up &&
-	for l in v1.10 vx0 mv0 wg0 bond0 d0 br0 v0 tun0; do ip link del "$l" || return 1; done
+	ip link add apbr type bridge && ip link add apv0 type veth peer name apv1 && ip link set apv0 master apbr &&
+	ip link add link apv1 name apv1.10 type vlan id 10 && ip link add apd type dummy &&
+	ip link add apbond type bond && ip link add apvx type vxlan id 42 dstport 4789 local 127.0.0.1 &&
+	ip link add apmv link apd type macvlan && ip link add apwg type wireguard && ip tuntap add aptun mode tun &&
+	ip link set apbr up && ip link set apv0 up && ip link set apv1 up && ip link set apv1.10 up && ip link set apwg up &&
+	for l in apv1.10 apvx apmv apwg apbond apd apbr apv0; do ip link del "$l" || return 1; done &&
+	ip tuntap del aptun mode tun
 }
 use_nft() {
 	nft -f - <<-'EOF' && nft list ruleset >/dev/null && nft flush ruleset
@@ -231,13 +233,11 @@ for m in $cands; do
 	[ "${unloaded[$m]:-0}" -ge "$rounds" ] || [ -n "${busy[$m]:-}" ] || short="$short $m"
 done
 if [ -z "$short" ]; then ok modules_unloaded_each_round; else notok modules_unloaded_each_round; diag "not unloaded $rounds times:$short"; fi
+# Every module is back (the workloads may have loaded more).
 now_mods=$(modules)
-if [ "$now_mods" = "$used_mods" ]; then
-	ok modules_all_back
-else
-	notok modules_all_back
-	diag "gone: $(comm -23 <(echo "$used_mods") <(echo "$now_mods") | xargs); new: $(comm -13 <(echo "$used_mods") <(echo "$now_mods") | xargs)"
-fi
+gone=$(comm -23 <(echo "$used_mods") <(echo "$now_mods") | xargs)
+if [ -z "$gone" ]; then ok modules_all_back; else notok modules_all_back; diag "gone: $gone"; fi
+diag "loaded during the workloads: $(comm -13 <(echo "$used_mods") <(echo "$now_mods") | xargs)"
 # stress-ng's exit status: 0 all passed, 2 a stressor failed, 3 one lacked
 # resources, 124 or 137 our bound killed it.
 rcs=
