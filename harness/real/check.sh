@@ -220,6 +220,7 @@ while [ $r -lt "$rounds" ] || [ "$(date +%s)" -lt "$end" ]; do
 			unloaded[$m]=$(( ${unloaded[$m]:-0} + 1 ))
 		else
 			busy[$m]=$(head -n 1 "$work/modprobe.err" | head -c 200)
+			busy[$m]=${busy[$m]:-exit status only}
 		fi
 		if ! modprobe "$m" 2>"$work/modprobe.err"; then
 			reload_fail[$m]=$(( ${reload_fail[$m]:-0} + 1 ))
