@@ -120,7 +120,8 @@ use_dm_crypt() {
 	d=$(loopdev crypt 64M) || return 1
 	key=$(head -c 64 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	dmsetup create allocprof-crypt --table "0 $((64 * 2048)) crypt aes-xts-plain64 $key 0 $d 0" &&
-		mkfs.ext4 -q /dev/mapper/allocprof-crypt && dmsetup remove allocprof-crypt && losetup -d "$d"
+		mkfs.ext4 -q /dev/mapper/allocprof-crypt && udevadm settle &&
+		dmsetup remove --retry allocprof-crypt && losetup -d "$d"
 }
 # Names of our own: loading bonding and dummy creates bond0 and dummy0.
 use_links() {
