@@ -163,8 +163,20 @@ removable() {
 }
 cands=$(removable)
 diag "removable at the start: $(wc -l <<< "$cands"): $(echo $cands)"
-mkdir -p "$work/stress"
+mkdir -p "$work/stress" "$work/fs"
 stress_log=$work/stress.log
+# The filesystem class on an ext4 of its own (3 GiB on a loop device), so
+# that it cannot fill the root the other stressors and the journal write
+# to; how full each got is sampled while they run.
+fsdev=$(loopdev fs 3G) && mkfs.ext4 -q "$fsdev" && mount "$fsdev" "$work/fs" ||
+	diag "no filesystem of its own for the filesystem class: it runs on the root"
+( end=$(( $(date +%s) + secs )) peak=
+while [ "$(date +%s)" -lt "$end" ]; do
+	peak="$peak
+$(df --output=target,pcent,ipcent / "$work/fs" 2>/dev/null | tail -n +2)"
+	sleep 10
+done; sort -k1,1 -k2,2n <<< "$peak" | awk 'NF {a[$1] = $0} END {for (k in a) print a[k]}' > "$work/df.peak" ) &
+df_pid=$!
 # Memory, filesystem (on the ext4 root) and network (loopback) classes, all
 # their stressors at once, one instance each; hackbench (rt-tests) for the
 # socket and pipe paths.
@@ -179,7 +191,7 @@ fs_bounds="--exclude dirmany --hdd-bytes 128M --iomix-bytes 128M --fallocate-byt
 (
 	{ timeout -k 10 $bound stress-ng --class memory --all 1 --timeout "${secs}s" --temp-path "$work/stress" --metrics-brief \
 		--oom-avoid 2>&1; echo "$?" > "$work/rc-memory"; } | sed 's/^/memory: /' &
-	{ timeout -k 10 $bound stress-ng --class filesystem --all 1 --timeout "${secs}s" --temp-path "$work/stress" --metrics-brief \
+	{ timeout -k 10 $bound stress-ng --class filesystem --all 1 --timeout "${secs}s" --temp-path "$work/fs" --metrics-brief \
 		$fs_bounds 2>&1; echo "$?" > "$work/rc-filesystem"; } | sed 's/^/filesystem: /' &
 	{ timeout -k 10 $bound stress-ng --class network --all 1 --timeout "${secs}s" --temp-path "$work/stress" --metrics-brief \
 		2>&1; echo "$?" > "$work/rc-network"; } | sed 's/^/network: /' &
@@ -234,6 +246,9 @@ diag "unload/reload: $r rounds; $(echo ${!unloaded[@]} | wc -w) modules unloaded
 diag "unloaded: $(for m in $(echo ${!unloaded[@]} | tr ' ' '\n' | sort); do printf '%s:%s ' "$m" "${unloaded[$m]}"; done)"
 for m in "${!busy[@]}"; do diag "modprobe -r $m failed at times: ${busy[$m]}"; done
 wait "$stress_pid"
+wait "$df_pid"
+diag "filesystems at their fullest (mount, blocks, inodes): $(sed 's/  */ /g' "$work/df.peak" | xargs)"
+umount "$work/fs" 2>/dev/null && losetup -d "$fsdev"
 wait "$hack_pid" || hackbench_rc=$?
 if [ "$mode" != never ]; then
 	wait "$flip_pid"
