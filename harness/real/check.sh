@@ -174,6 +174,11 @@ fsdev=$(loopdev fs 3G) && mkfs.ext4 -q "$fsdev" && mount "$fsdev" "$work/fs" ||
 while [ "$(date +%s)" -lt "$end" ]; do
 	peak="$peak
 $(df --output=target,pcent,ipcent / "$work/fs" 2>/dev/null | tail -n +2)"
+	# Once the root is nearly full: what fills it.
+	if [ ! -s "$work/du.full" ] && [ "$(df --output=pcent / | tail -n 1 | tr -dc 0-9)" -ge 80 ]; then
+		find / -xdev -type f -size +50M -printf '%s %p\n' 2>/dev/null | sort -rn | head -n 8 > "$work/du.full"
+		du -xs /var/tmp/allocprof-real/stress/* /var/* /tmp /root 2>/dev/null | sort -rn | head -n 8 >> "$work/du.full"
+	fi
 	sleep 10
 done; sort -k1,1 -k2,2n <<< "$peak" | awk 'NF {a[$1] = $0} END {for (k in a) print a[k]}' > "$work/df.peak" ) &
 df_pid=$!
@@ -248,6 +253,7 @@ for m in "${!busy[@]}"; do diag "modprobe -r $m failed at times: ${busy[$m]}"; d
 wait "$stress_pid"
 wait "$df_pid"
 diag "filesystems at their fullest (mount, blocks, inodes): $(sed 's/  */ /g' "$work/df.peak" | xargs)"
+[ -s "$work/du.full" ] && { diag "the root at 80 % full: the largest files and directories:"; sed 's/^/#   /' "$work/du.full"; }
 umount "$work/fs" 2>/dev/null && losetup -d "$fsdev"
 wait "$hack_pid" || hackbench_rc=$?
 if [ "$mode" != never ]; then
