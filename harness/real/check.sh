@@ -178,6 +178,14 @@ $(df --output=target,pcent,ipcent / "$work/fs" 2>/dev/null | tail -n +2)"
 	if [ ! -s "$work/du.full" ] && [ "$(df --output=pcent / | tail -n 1 | tr -dc 0-9)" -ge 80 ]; then
 		find / -xdev -type f -size +50M -printf '%s %p\n' 2>/dev/null | sort -rn | head -n 8 > "$work/du.full"
 		du -xs /var/tmp/allocprof-real/stress/* /var/* /tmp /root 2>/dev/null | sort -rn | head -n 8 >> "$work/du.full"
+		# Space the names above do not show: unlinked files still open.
+		for f in /proc/[0-9]*/fd/*; do
+			l=$(readlink "$f" 2>/dev/null) || continue
+			case $l in
+			/*' (deleted)') p=${f#/proc/}; p=${p%%/*}
+				echo "$(stat -Lc %s "$f" 2>/dev/null || echo 0) $(cat "/proc/$p/comm" 2>/dev/null)[$p] $l" ;;
+			esac
+		done 2>/dev/null | sort -rn | head -n 8 >> "$work/du.full"
 	fi
 	sleep 10
 done; sort -k1,1 -k2,2n <<< "$peak" | awk 'NF {a[$1] = $0} END {for (k in a) print a[k]}' > "$work/df.peak" ) &
@@ -234,7 +242,10 @@ while [ $r -lt "$rounds" ] || [ "$(date +%s)" -lt "$end" ]; do
 	r=$((r + 1))
 	for m in $cands; do
 		grep -q "^$m " /proc/modules || continue
-		if modprobe -r "$m" 2>"$work/modprobe.err"; then
+		# modprobe -r can fail on a soft dependency that something else
+		# holds (btrfs's crc32c: crc32c_intel, held by ext4) after the
+		# module itself went: that counts as an unload.
+		if modprobe -r "$m" 2>"$work/modprobe.err" || ! grep -q "^$m " /proc/modules; then
 			unloaded[$m]=$(( ${unloaded[$m]:-0} + 1 ))
 		else
 			busy[$m]=$(head -n 1 "$work/modprobe.err" | head -c 200)
@@ -261,8 +272,9 @@ if [ "$mode" != never ]; then
 	read -r flips flip_fail flip_ms < "$work/flips"
 	echo 1 > /proc/sys/vm/mem_profiling
 fi
-grep -E '(info|fail|error|skipped|passed|failed|untrustworthy):' "$stress_log" | grep -vE 'dispatching|successful run' |
-	sed 's/^/# /' | head -n 60
+# What failed first, then stress-ng's summaries.
+grep -E 'stress-ng: (fail|error):|terminated with an error' "$stress_log" | sort | uniq -c | sort -rn | head -n 30 | sed 's/^/# /'
+grep -E '(skipped|passed|failed|untrustworthy):' "$stress_log" | sed 's/^/# /' | head -n 30
 
 if [ ${#reload_fail[@]} -eq 0 ]; then ok modules_reload; else notok modules_reload; diag "reload failed: ${!reload_fail[*]}"; fi
 # Every removable module at least $rounds times, but those a workload held.
@@ -296,7 +308,6 @@ if [ -z "$sbad" ]; then
 	ok stress_ng_passed
 else
 	notok stress_ng_passed
-	grep -E 'stress-ng: (fail|error)|failed: [1-9]' "$stress_log" | head -n 20 | sed 's/^/# /'
 fi
 if [ "$hackbench_rc" = 0 ]; then ok hackbench; else notok hackbench; fi
 if [ "$mode" != never ]; then
