@@ -235,7 +235,7 @@ if [ "$mode" != never ]; then
 	flip_pid=$!
 fi
 
-declare -A unloaded busy reload_fail
+declare -A unloaded=() busy=() reload_fail=()
 end=$(( $(date +%s) + secs ))
 r=0
 while [ $r -lt "$rounds" ] || [ "$(date +%s)" -lt "$end" ]; do
