@@ -912,7 +912,7 @@ fn capture_control_errors() {
         "{err}"
     );
     assert!(
-        err.contains("(ENOSPC); sites of this spec matched before"),
+        err.contains("(ENOSPC); none of its sites was armed"),
         "{err}"
     );
     assert!(

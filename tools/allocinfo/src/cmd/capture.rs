@@ -24,30 +24,29 @@ use crate::source::{read_lines, ReadError, MAX_INPUT};
 /// Why the kernel refused `command`, from the write's errno, in words.
 pub fn refusal(command: &str, arm: bool, errno: i32) -> String {
     let why = match errno {
-        libc::EINVAL => "refused as malformed, or as a site that capture itself allocates from \
-                         (rust/helpers/alloc_tag.c, rust/kernel/alloc_tag/: arming it would \
-                         recurse); the kernel log says which"
+        libc::EINVAL => "refused as malformed (an unknown verb, an empty FILE, function: or \
+                         module:, a LINE that is not a number, extra words)"
             .to_string(),
         libc::ENOENT if arm => "no allocation site matches (FILE, LINE and NAME are spelt as in \
                                 /proc/allocinfo; function:NAME is the func: of a row)"
             .to_string(),
         libc::ENOENT => "no armed site matches".to_string(),
         libc::ENOSPC => {
-            "the kernel's cap of armed sites (8) is reached: disarm one first".to_string()
+            "the kernel's cap of armed sites (8) would be passed: disarm some first".to_string()
         }
+        libc::ENOMEM => "no memory for the sites' state or the first records".to_string(),
         libc::ENODEV => "allocation profiling is not running in this kernel".to_string(),
         libc::EPERM | libc::EACCES => "not permitted (root only)".to_string(),
         _ => io::Error::from_raw_os_error(errno).to_string(),
     };
     let name = errno_name(errno).map_or(String::new(), |n| format!(" ({n})"));
-    // The kernel arms the sites a spec matches one by one: a refusal part way leaves the
-    // earlier ones armed.
-    let partial = if arm && matches!(errno, libc::EINVAL | libc::ENOSPC) {
-        "; sites of this spec matched before the refusal may be armed (capture show lists them)"
+    // Arming is all or nothing: a refused arm armed none of the sites its spec matched.
+    let none = if arm && matches!(errno, libc::ENOSPC | libc::ENOMEM) {
+        "; none of its sites was armed"
     } else {
         ""
     };
-    format!("{}: {why}{name}{partial}", quote(command))
+    format!("{}: {why}{name}{none}", quote(command))
 }
 
 fn errno_name(errno: i32) -> Option<&'static str> {
@@ -55,6 +54,7 @@ fn errno_name(errno: i32) -> Option<&'static str> {
         libc::EINVAL => "EINVAL",
         libc::ENOENT => "ENOENT",
         libc::ENOSPC => "ENOSPC",
+        libc::ENOMEM => "ENOMEM",
         libc::ENODEV => "ENODEV",
         libc::EPERM => "EPERM",
         libc::EACCES => "EACCES",
@@ -561,14 +561,12 @@ mod tests {
         );
         assert!(m.ends_with("(ENOENT)"), "{m}");
         let m = refusal("arm function:f", true, libc::ENOSPC);
-        assert!(
-            m.contains("(ENOSPC); sites of this spec matched before"),
-            "{m}"
-        );
-        assert!(!refusal("disarm a.c:1", false, libc::EINVAL).contains("matched before"));
+        assert!(m.contains("(ENOSPC); none of its sites was armed"), "{m}");
+        assert!(!refusal("disarm a.c:1", false, libc::EINVAL).contains("none of its"));
         assert!(refusal("disarm a.c:1", false, libc::ENOENT).contains("no armed site matches"));
         assert!(refusal("arm a.c:1", true, libc::ENOSPC).contains("cap of armed sites"));
-        assert!(refusal("arm a.c:1", true, libc::EINVAL).contains("capture itself allocates"));
+        assert!(refusal("arm a.c:1", true, libc::EINVAL).contains("malformed"));
+        assert!(refusal("arm a.c:1", true, libc::ENOMEM).contains("(ENOMEM)"));
         assert!(refusal("arm a.c:1", true, libc::ENODEV).contains("not running"));
         let other = refusal("arm a.c:1", true, libc::EIO);
         assert!(

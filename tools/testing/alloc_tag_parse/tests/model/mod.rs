@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A reference model of the parsers, written from their documentation
-//! (`Documentation/mm/allocation-profiling.rst`, `sysctl/vm.rst`), not from
-//! `parse.rs`.
+//! (`Documentation/mm/allocation-profiling-design.rst`, "Controls in detail";
+//! `sysctl/vm.rst`), not from `parse.rs`.
 //!
 //! Where the accepted language is finite the model lists it and looks the
 //! input up; elsewhere it states the rule in the simplest way, with no care
