@@ -11,6 +11,9 @@
 #                   surface (SEED=n or SEEDS="a b ...", FUZZ_S=seconds each)
 #   make test-real  Debian 12 under systemd on Debian's config with real
 #                   modules: workloads, module churn, the rows judged after
+#   make test-upstream-suites  upstream's allocator tests (KUnit, test
+#                   modules, mm selftests) from the pristine source, on
+#                   ours and on upstream
 #
 # BASE=rust (default) builds the Rust core; BASE=upstream the pristine 6.12
 # profiler with only our tests on top.  make test runs the suite on both,
@@ -90,12 +93,12 @@ export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SU
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
 	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench test-debug \
-	test-configs where fuzz test-real
+	test-configs where fuzz test-real test-upstream-suites
 
 all: run
 
 help:
-	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,20p' Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	@$(PHASE) setup $(H)/setup.sh
@@ -163,6 +166,15 @@ test-configs:
 test-real:
 	@SETUP_REAL=1 $(PHASE) setup $(H)/setup.sh
 	@$(H)/real.sh
+
+# Upstream's own allocator tests of 6.12 (slub_kunit, test_meminit,
+# test_free_pages, percpu_test, test_vmalloc, dmapool_test and mm
+# selftests), built from the pristine source at test time, on rust (page_ext
+# and compressed), upstream and rust-debug, each built with
+# harness/kernel-suites.config: ours must pass what upstream passes
+# (harness/upstream-suites.sh, notes/test-real.md).  Not part of make test.
+test-upstream-suites: pristine
+	@$(H)/upstream-suites.sh
 
 # The suite on the Rust core under KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
 # PREEMPT and MEM_ALLOC_PROFILING_DEBUG (harness/kernel-debug.config); any

@@ -29,6 +29,10 @@ t0=$(date +%s)
 work=/var/tmp/allocprof-real
 rm -rf "$work"
 mkdir -p "$work"
+# What the checks themselves write (stress-ng's output and exit statuses,
+# the samples) goes to a tmpfs: a root that fills must not lose the verdict.
+st=/run/allocprof-real
+mkdir -p "$st"
 
 n=0 npass=0 nfail=0
 ok() { n=$((n + 1)); npass=$((npass + 1)); echo "ok $n $1"; }
@@ -164,7 +168,7 @@ removable() {
 cands=$(removable)
 diag "removable at the start: $(wc -l <<< "$cands"): $(echo $cands)"
 mkdir -p "$work/stress" "$work/fs"
-stress_log=$work/stress.log
+stress_log=$st/stress.log
 # The filesystem class on an ext4 of its own (3 GiB on a loop device), so
 # that it cannot fill the root the other stressors and the journal write
 # to; how full each got is sampled while they run.
@@ -175,9 +179,9 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	peak="$peak
 $(df --output=target,pcent,ipcent / "$work/fs" 2>/dev/null | tail -n +2)"
 	# Once the root is nearly full: what fills it.
-	if [ ! -s "$work/du.full" ] && [ "$(df --output=pcent / | tail -n 1 | tr -dc 0-9)" -ge 80 ]; then
-		find / -xdev -type f -size +50M -printf '%s %p\n' 2>/dev/null | sort -rn | head -n 8 > "$work/du.full"
-		du -xs /var/tmp/allocprof-real/stress/* /var/* /tmp /root 2>/dev/null | sort -rn | head -n 8 >> "$work/du.full"
+	if [ ! -s "$st/du.full" ] && [ "$(df --output=pcent / | tail -n 1 | tr -dc 0-9)" -ge 80 ]; then
+		find / -xdev -type f -size +50M -printf '%s %p\n' 2>/dev/null | sort -rn | head -n 8 > "$st/du.full"
+		du -xs /var/tmp/allocprof-real/stress/* /var/* /tmp /root 2>/dev/null | sort -rn | head -n 8 >> "$st/du.full"
 		# Space the names above do not show: unlinked files still open.
 		for f in /proc/[0-9]*/fd/*; do
 			l=$(readlink "$f" 2>/dev/null) || continue
@@ -185,10 +189,18 @@ $(df --output=target,pcent,ipcent / "$work/fs" 2>/dev/null | tail -n +2)"
 			/*' (deleted)') p=${f#/proc/}; p=${p%%/*}
 				echo "$(stat -Lc %s "$f" 2>/dev/null || echo 0) $(cat "/proc/$p/comm" 2>/dev/null)[$p] $l" ;;
 			esac
-		done 2>/dev/null | sort -rn | head -n 8 >> "$work/du.full"
+		done 2>/dev/null | sort -rn | head -n 8 >> "$st/du.full"
+		# Every top directory of the root, and unlinked files that are
+		# only mapped (closed after mmap): /proc/PID/maps, not fd.
+		du -x -d 1 -m / 2>/dev/null | sort -rn | head -n 8 | sed 's/^/du-MiB /' >> "$st/du.full"
+		for p in /proc/[0-9]*; do
+			grep -h ' (deleted)$' "$p/maps" 2>/dev/null | awk -v c="$(cat "$p/comm" 2>/dev/null)" \
+				'{print c, $6}'
+		done | sort | uniq -c | sort -rn | head -n 8 | sed 's/^/mapped-deleted /' >> "$st/du.full"
 	fi
+	echo "$(( $(date +%s) - t0 ))s $(df -m --output=used / | tail -n 1 | tr -d ' ') MiB" >> "$st/df.series"
 	sleep 10
-done; sort -k1,1 -k2,2n <<< "$peak" | awk 'NF {a[$1] = $0} END {for (k in a) print a[k]}' > "$work/df.peak" ) &
+done; sort -k1,1 -k2,2n <<< "$peak" | awk 'NF {a[$1] = $0} END {for (k in a) print a[k]}' > "$st/df.peak" ) &
 df_pid=$!
 # Memory, filesystem (on the ext4 root) and network (loopback) classes, all
 # their stressors at once, one instance each; hackbench (rt-tests) for the
@@ -199,15 +211,23 @@ bound=$((secs * 3 + 120))
 # get 128 MiB, and dirmany, which fills the filesystem with files until
 # ENOSPC by design, is left out: together they filled the 8 GiB root and
 # every other stressor that creates a file failed with ENOSPC.
+# tlb-shootdown is left out of the memory class: stress-ng 0.15.06's
+# check of its bogo-op counter fails in every boot ("corrupted bogo-ops
+# counter, N vs 0", "hash error ... vs 0"), the never boot included, with
+# the profiler off and no kernel report.  The 0 is the checksum the
+# instance stores when it returns: it never returned normally (its
+# children are pinned one per vCPU and force TLB shootdowns between them,
+# on a guest whose two vCPUs share one TCG thread).  notes/test-real.md.
+mem_bounds="--exclude tlb-shootdown"
 fs_bounds="--exclude dirmany --hdd-bytes 128M --iomix-bytes 128M --fallocate-bytes 128M --sync-file-bytes 128M
 	--copy-file-bytes 128M --fiemap-bytes 64M --dirdeep-inodes 20000"
 (
 	{ timeout -k 10 $bound stress-ng --class memory --all 1 --timeout "${secs}s" --temp-path "$work/stress" --metrics-brief \
-		--oom-avoid 2>&1; echo "$?" > "$work/rc-memory"; } | sed 's/^/memory: /' &
+		--oom-avoid $mem_bounds 2>&1; echo "$?" > "$st/rc-memory"; } | sed 's/^/memory: /' &
 	{ timeout -k 10 $bound stress-ng --class filesystem --all 1 --timeout "${secs}s" --temp-path "$work/fs" --metrics-brief \
-		$fs_bounds 2>&1; echo "$?" > "$work/rc-filesystem"; } | sed 's/^/filesystem: /' &
+		$fs_bounds 2>&1; echo "$?" > "$st/rc-filesystem"; } | sed 's/^/filesystem: /' &
 	{ timeout -k 10 $bound stress-ng --class network --all 1 --timeout "${secs}s" --temp-path "$work/stress" --metrics-brief \
-		2>&1; echo "$?" > "$work/rc-network"; } | sed 's/^/network: /' &
+		2>&1; echo "$?" > "$st/rc-network"; } | sed 's/^/network: /' &
 	wait
 ) > "$stress_log" 2>&1 &
 stress_pid=$!
@@ -231,7 +251,7 @@ if [ "$mode" != never ]; then
 	while [ "$(date +%s)" -lt "$end" ]; do
 		flip 0; sleep 0.7
 		flip 1; sleep 0.7
-	done; echo "$f $bad $longest" > "$work/flips" ) &
+	done; echo "$f $bad $longest" > "$st/flips" ) &
 	flip_pid=$!
 fi
 
@@ -245,15 +265,15 @@ while [ $r -lt "$rounds" ] || [ "$(date +%s)" -lt "$end" ]; do
 		# modprobe -r can fail on a soft dependency that something else
 		# holds (btrfs's crc32c: crc32c_intel, held by ext4) after the
 		# module itself went: that counts as an unload.
-		if modprobe -r "$m" 2>"$work/modprobe.err" || ! grep -q "^$m " /proc/modules; then
+		if modprobe -r "$m" 2>"$st/modprobe.err" || ! grep -q "^$m " /proc/modules; then
 			unloaded[$m]=$(( ${unloaded[$m]:-0} + 1 ))
 		else
-			busy[$m]=$(head -n 1 "$work/modprobe.err" | head -c 200)
+			busy[$m]=$(head -n 1 "$st/modprobe.err" | head -c 200)
 			busy[$m]=${busy[$m]:-exit status only}
 		fi
-		if ! modprobe "$m" 2>"$work/modprobe.err"; then
+		if ! modprobe "$m" 2>"$st/modprobe.err"; then
 			reload_fail[$m]=$(( ${reload_fail[$m]:-0} + 1 ))
-			diag "modprobe $m: $(head -c 300 "$work/modprobe.err")"
+			diag "modprobe $m: $(head -c 300 "$st/modprobe.err")"
 		fi
 	done
 	[ $r -ge 50 ] && break
@@ -263,13 +283,14 @@ diag "unloaded: $(for m in $(echo ${!unloaded[@]} | tr ' ' '\n' | sort); do prin
 for m in "${!busy[@]}"; do diag "modprobe -r $m failed at times: ${busy[$m]}"; done
 wait "$stress_pid"
 wait "$df_pid"
-diag "filesystems at their fullest (mount, blocks, inodes): $(sed 's/  */ /g' "$work/df.peak" | xargs)"
-[ -s "$work/du.full" ] && { diag "the root at 80 % full: the largest files and directories:"; sed 's/^/#   /' "$work/du.full"; }
+diag "filesystems at their fullest (mount, blocks, inodes): $(sed 's/  */ /g' "$st/df.peak" | xargs)"
+diag "root used over time: $(xargs < "$st/df.series" 2>/dev/null)"
+[ -s "$st/du.full" ] && { diag "the root at 80 % full: the largest files and directories:"; sed 's/^/#   /' "$st/du.full"; }
 umount "$work/fs" 2>/dev/null && losetup -d "$fsdev"
 wait "$hack_pid" || hackbench_rc=$?
 if [ "$mode" != never ]; then
 	wait "$flip_pid"
-	read -r flips flip_fail flip_ms < "$work/flips"
+	read -r flips flip_fail flip_ms < "$st/flips"
 	echo 1 > /proc/sys/vm/mem_profiling
 fi
 # What failed first, then stress-ng's summaries.
@@ -295,7 +316,7 @@ diag "loaded during the workloads: $(comm -13 <(echo "$used_mods") <(echo "$now_
 # "fail:").
 rcs= sbad=
 for c in memory filesystem network; do
-	rc=$(cat "$work/rc-$c" 2>/dev/null || echo none)
+	rc=$(cat "$st/rc-$c" 2>/dev/null || echo none)
 	rcs="$rcs $c:$rc"
 	case $rc in
 	0) ;;
@@ -332,9 +353,9 @@ if [ -r /proc/allocinfo ]; then
 	left=$(modules)
 	gone=$(comm -23 <(echo "$used_mods") <(echo "$left"))
 	diag "unloaded for the row check: $(wc -w <<< "$gone") modules; still loaded: $(echo $left)"
-	cat /proc/allocinfo > "$work/allocinfo"
+	cat /proc/allocinfo > "$st/allocinfo"
 	# Row: BYTES CALLS FILE:LINE [MODULE] func:NAME ...
-	wrapped=$(awk 'NR > 2 && ($1 < 0 || $2 < 0 || $2 > 4611686018427387904 || $1 > 4611686018427387904)' "$work/allocinfo")
+	wrapped=$(awk 'NR > 2 && ($1 < 0 || $2 < 0 || $2 > 4611686018427387904 || $1 > 4611686018427387904)' "$st/allocinfo")
 	if [ -z "$wrapped" ]; then ok rows_not_negative_or_wrapped; else notok rows_not_negative_or_wrapped; head -n 20 <<< "$wrapped" | sed 's/^/# /'; fi
 	alive=$(dmesg | grep 'alive at module unload')
 	undrained=
@@ -345,12 +366,12 @@ if [ -r /proc/allocinfo ]; then
 		grep -qF "$site [$m]" <<< "$alive" && continue
 		undrained="$undrained
 $bytes $calls $site $modname $rest"
-	done < <(awk 'NR > 2 && $4 ~ /^\[.*\]$/' "$work/allocinfo")
+	done < <(awk 'NR > 2 && $4 ~ /^\[.*\]$/' "$st/allocinfo")
 	if [ -z "$undrained" ]; then ok unloaded_module_rows_drained; else notok unloaded_module_rows_drained; sed '/^$/d; s/^/# /' <<< "$undrained" | head -n 30; fi
 	nalive=$(grep -c . <<< "$alive")
 	[ -n "$alive" ] && { diag "rows alive at module unload ($nalive):"; sed 's/^/#   /' <<< "$alive" | sort | uniq -c | sort -rn | head -n 30; }
 	# Attribution coverage.
-	sum=$(awk 'NR > 2 {s += $1} END {printf "%.0f", s}' "$work/allocinfo")
+	sum=$(awk 'NR > 2 {s += $1} END {printf "%.0f", s}' "$st/allocinfo")
 	read -r total free cached anon shmem slab pt kstack percpu vmalloc < <(awk '
 		/^MemTotal:/ {t=$2} /^MemFree:/ {f=$2} /^Cached:/ {c=$2} /^AnonPages:/ {a=$2} /^Shmem:/ {sh=$2}
 		/^Slab:/ {sl=$2} /^PageTables:/ {p=$2} /^KernelStack:/ {k=$2} /^Percpu:/ {pc=$2} /^VmallocUsed:/ {v=$2}
@@ -359,7 +380,7 @@ $bytes $calls $site $modname $rest"
 	diag "coverage: /proc/allocinfo sums $((sum / 1048576)) MiB of $((used / 1048576)) MiB in use (MemTotal - MemFree): $(( sum * 100 / used ))%"
 	diag "meminfo (MiB): Cached $((cached / 1024)) (Shmem $((shmem / 1024))), AnonPages $((anon / 1024)), Slab $((slab / 1024)), PageTables $((pt / 1024)), KernelStack $((kstack / 1024)), Percpu $((percpu / 1024)), VmallocUsed $((vmalloc / 1024))"
 	diag "largest rows:"
-	sort -rn "$work/allocinfo" | head -n 12 | sed 's/^/#   /'
+	sort -rn "$st/allocinfo" | head -n 12 | sed 's/^/#   /'
 	if [ "$mode" = never ]; then
 		# Nothing is counted when profiling was never on.
 		if [ "$sum" = 0 ]; then ok never_counts_nothing; else notok never_counts_nothing; fi
@@ -368,7 +389,7 @@ $bytes $calls $site $modname $rest"
 	else
 		notok coverage_within_used_memory
 	fi
-	cp "$work/allocinfo" /var/log/allocinfo.after
+	cp "$st/allocinfo" /var/log/allocinfo.after
 elif [ "$mode" = never ]; then
 	ok never_no_allocinfo
 else
