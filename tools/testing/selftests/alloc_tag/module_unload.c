@@ -19,6 +19,7 @@
 #define LEAK_MOD "alloc_tag_test_leak"
 #define HOLD_MOD "alloc_tag_test_hold"
 #define TEST_MOD "alloc_tag_test"
+#define NOTAGS_MOD "alloc_tag_test_notags"
 #define HOLD_CYCLES 8
 
 struct live_rows {
@@ -401,6 +402,24 @@ TEST(show_mem_during_unload)
 		TH_LOG("no show_mem() report named the module's row");
 	EXPECT_FALSE(ai_kmsg_has("BUG: KASAN", NULL));
 	EXPECT_FALSE(ai_kmsg_has("Oops", NULL));
+}
+
+/*
+ * A module with no allocation tags whose tag section holds only the
+ * linker's alignment padding (test_modules/alloc_tag_test_notags.c, as
+ * upstream's percpu_test.ko): it loads and unloads like any module,
+ * whatever the profiler's state.
+ */
+TEST(module_without_tags_loads)
+{
+	int ret = ai_load_module(NOTAGS_MOD);
+
+	if (ret == -ENOENT)
+		SKIP(return, NOTAGS_MOD ".ko not found");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, access("/sys/module/" NOTAGS_MOD, F_OK));
+	ASSERT_EQ(0, ai_unload_module(NOTAGS_MOD));
+	ASSERT_NE(0, access("/sys/module/" NOTAGS_MOD, F_OK));
 }
 
 TEST_HARNESS_MAIN
