@@ -91,9 +91,12 @@ boot_one() {
 	for p in $progs; do cp "$S/mm-bin/$p" "$extra/mm/" 2>/dev/null; done
 	local timeout=1200
 	case $target in *debug*) timeout=2400 ;; esac
-	# Only upstream's slub_test of KUnit (not the built-in suites); the
-	# debug config builds kmemleak in, which stays off as in make test.
-	local a="kunit.filter_glob=slub_test"
+	# Only upstream's slub_test of KUnit (not the built-in suites).
+	# init_on_alloc=1, Debian's default (INIT_ON_ALLOC_DEFAULT_ON): what
+	# test_meminit checks (without it or init_on_free its page tests fail
+	# by design).  The debug config builds kmemleak in, which stays off as
+	# in make test.
+	local a="kunit.filter_glob=slub_test init_on_alloc=1"
 	case $target in *debug*) a="$a kmemleak=off" ;; esac
 	BASE=${target%%-*} W=$w OUT=$w/build SRC=$CACHE_DIR/${target%%-*}/src BOOT_TIMEOUT=$timeout \
 		"$H/vm.sh" cmdboot "suites-$name" "$a $append" "$extra"

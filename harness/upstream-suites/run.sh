@@ -29,7 +29,12 @@ load() {
 	mod_dmesg > /tmp/$m.log
 	r=$(reports /tmp/$m.log)
 	if [ -z "$r" ]; then res pass "$m/no_kernel_report"; else res fail "$m/no_kernel_report" "$(echo $r | head -c 200)"; fi
-	left=$(rows "$m")
+	# A row may stay if its allocations are alive (the test leaks on
+	# purpose) and the kernel named its site at the unload: ours "FILE:LINE
+	# [MOD] ... alive at module unload", upstream "FILE:LINE module MOD ...
+	# allocated at module unload".
+	left=$(rows "$m" | while read -r b c site rest; do
+		grep -F "$site" /tmp/$m.log | grep -q 'at module unload' || echo "$b $c $site $rest"; done)
 	if [ -z "$left" ]; then res pass "$m/rows_drained_after_unload"; else res fail "$m/rows_drained_after_unload" "$(echo $left | head -c 200)"; fi
 }
 
@@ -71,9 +76,10 @@ if grep -q 'test_free_pages: Test completed' /tmp/test_free_pages.log && [ "$(ca
 else
 	res fail test_free_pages/completed
 fi
-# The test allocates and frees order-3 pages 1000 times: a leak of them
-# would be several MiB.
-if [ $((free0 - free1)) -lt 4096 ]; then res pass test_free_pages/no_leak "MemFree $free0 -> $free1 kB"; else res fail test_free_pages/no_leak "MemFree $free0 -> $free1 kB"; fi
+# The test allocates and frees order-3 pages a million times each way: the
+# leak it looks for is gigabytes (its Kconfig help); 256 MiB is far below
+# that and far above what the per-CPU page lists and caches hold.
+if [ $((free0 - free1)) -lt 262144 ]; then res pass test_free_pages/no_leak "MemFree $free0 -> $free1 kB"; else res fail test_free_pages/no_leak "MemFree $free0 -> $free1 kB"; fi
 
 # 4. percpu_test: per-CPU operations on per-CPU allocations (it fails its
 # init on purpose, so that it unloads; a wrong value is a WARN).
@@ -102,6 +108,7 @@ fi
 # 7. tools/testing/selftests/mm: the kselftest exit status (0 pass, 4
 # skip), each under a bound.  hugetlb tests get 32 huge pages.
 echo 32 > /proc/sys/vm/nr_hugepages
+echo "SUITES: nr_hugepages $(cat /proc/sys/vm/nr_hugepages), THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
 mkdir -p /dev/hugepages && mount -t hugetlbfs none /dev/hugepages 2>/dev/null
 mount -t debugfs none /sys/kernel/debug 2>/dev/null
 while read -r name args; do
@@ -118,7 +125,8 @@ while read -r name args; do
 	case $rc in
 	0) if [ -z "$r" ]; then res pass "mm/$name" "$(( $(date +%s) - t0 ))s $tot"; else res fail "mm/$name" "kernel report: $(echo $r | head -c 150)"; fi ;;
 	4) res skip "mm/$name" "$tot $(grep -m1 -iE 'skip' /tmp/mm.out | head -c 120)" ;;
-	*) res fail "mm/$name" "exit $rc $(( $(date +%s) - t0 ))s $tot"; grep -E '^not ok|FAIL|fail' /tmp/mm.out | head -n 5 | sed 's/^/SUITES:   /' ;;
+	*) res fail "mm/$name" "exit $rc $(( $(date +%s) - t0 ))s $tot"
+	   { grep -E '^not ok|FAIL|fail|rror' /tmp/mm.out || tail -n 4 /tmp/mm.out; } | head -n 5 | sed 's/^/SUITES:   /' ;;
 	esac
 done < mm/list
 
