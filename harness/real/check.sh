@@ -185,7 +185,7 @@ mkfs.ext4 -q -F "$fsdev" && mount "$fsdev" "$work/fs" ||
 ( end=$(( $(date +%s) + secs )) peak=
 while [ "$(date +%s)" -lt "$end" ]; do
 	peak="$peak
-$(df --output=target,pcent,ipcent / "$work/fs" 2>/dev/null | tail -n +2)"
+$(df --output=target,pcent,ipcent,source,fstype / "$work/fs" 2>/dev/null | tail -n +2)"
 	# Once the root is nearly full: what fills it.
 	if [ ! -s "$st/du.full" ] && [ "$(df --output=pcent / | tail -n 1 | tr -dc 0-9)" -ge 80 ]; then
 		find / -xdev -type f -size +50M -printf '%s %p\n' 2>/dev/null | sort -rn | head -n 8 > "$st/du.full"
@@ -291,7 +291,7 @@ diag "unloaded: $(for m in $(echo ${!unloaded[@]} | tr ' ' '\n' | sort); do prin
 for m in "${!busy[@]}"; do diag "modprobe -r $m failed at times: ${busy[$m]}"; done
 wait "$stress_pid"
 wait "$df_pid"
-diag "filesystems at their fullest (mount, blocks, inodes): $(sed 's/  */ /g' "$st/df.peak" | xargs)"
+diag "filesystems at their fullest (mount, blocks, inodes, source, type): $(sed 's/  */ /g' "$st/df.peak" | xargs)"
 diag "root over time (s since the checks began: used MiB, available MiB, use%): $(xargs < "$st/df.series" 2>/dev/null)"
 [ -s "$st/du.full" ] && { diag "the root at 80 % full: the largest files and directories:"; sed 's/^/#   /' "$st/du.full"; }
 umount "$work/fs" 2>/dev/null && [ "$fsdev" != /dev/vdb ] && losetup -d "$fsdev"
