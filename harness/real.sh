@@ -92,27 +92,29 @@ mkdisk() {
 # boot NAME APPEND: one boot; its serial log is $W/logs/NAME.log.  One TCG
 # thread for both vCPUs: a jump-label kernel (harness/vm.sh says why).
 boot() {
-	local name=$1 append=$2 log=$W/logs/$1.log img=$W/disk-$1.raw fsimg=$W/fsdisk-$1.raw
+	local name=$1 append=$2 log=$W/logs/$1.log img=$W/disk-$1.raw fsimg=$W/fsdisk-$1.raw tmpimg=$W/tmpdisk-$1.raw
 	if ! mkdisk "$img"; then
 		bad "boot $name: could not make the disk"
 		return 1
 	fi
-	# A second, empty disk (sparse, 4 GiB): the guest makes the ext4 the
-	# filesystem stressors run on (harness/real/check.sh).
-	rm -f "$fsimg"
-	truncate -s 4G "$fsimg"
+	# Two more empty disks (sparse, 4 GiB each): the guest makes on them
+	# the ext4 the filesystem stressors run on, and the one the memory and
+	# network stressors keep their files on (harness/real/check.sh).
+	rm -f "$fsimg" "$tmpimg"
+	truncate -s 4G "$fsimg" "$tmpimg"
 	timeout --foreground -k 5 "$timeout_s" \
 		qemu-system-x86_64 -accel tcg,thread=single -cpu max -m 2G -smp 2 \
 		-nographic -no-reboot -nodefaults -serial stdio \
 		-kernel "$OUT/arch/x86/boot/bzImage" \
 		-drive file="$img",format=raw,if=virtio -drive file="$fsimg",format=raw,if=virtio \
+		-drive file="$tmpimg",format=raw,if=virtio \
 		-nic user,model=virtio-net-pci -device virtio-rng-pci -device virtio-balloon-pci \
 		-device virtio-scsi-pci -device VGA \
 		-append "root=/dev/vda rw console=ttyS0 panic=-1 log_buf_len=4M systemd.show_status=0 $append" \
 		< /dev/null > "$log" 2>&1
 	local rc=$?
 	[ $rc -eq 124 ] && echo "ALLOCPROF-HOST: timeout after ${timeout_s}s" >> "$log"
-	rm -f "$img" "$fsimg"
+	rm -f "$img" "$fsimg" "$tmpimg"
 	return 0
 }
 

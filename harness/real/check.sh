@@ -182,10 +182,19 @@ else
 fi
 mkfs.ext4 -q -F "$fsdev" && mount "$fsdev" "$work/fs" ||
 	diag "no filesystem of its own for the filesystem class: it runs on the root"
+# The temporary files of the memory and network classes on a third disk
+# (4 GiB): with them on the root, something in those classes took the
+# root's every free block for a moment (used 7.9 of 8 GiB, while du saw
+# under 1 GiB before and after), and whatever wrote to the root then failed.
+if [ -b /dev/vdc ] && mkfs.ext4 -q -F /dev/vdc && mount /dev/vdc "$work/stress"; then
+	diag "the memory and network classes' temporary files on /dev/vdc"
+else
+	diag "no third disk: the memory and network classes' temporary files on the root"
+fi
 ( end=$(( $(date +%s) + secs )) peak=
 while [ "$(date +%s)" -lt "$end" ]; do
 	peak="$peak
-$(df --output=target,pcent,ipcent,source,fstype / "$work/fs" 2>/dev/null | tail -n +2)"
+$(df --output=target,pcent,ipcent,source,fstype / "$work/fs" "$work/stress" 2>/dev/null | tail -n +2)"
 	# Once the root is nearly full: what fills it.
 	if [ ! -s "$st/du.full" ] && [ "$(df --output=pcent / | tail -n 1 | tr -dc 0-9)" -ge 80 ]; then
 		find / -xdev -type f -size +50M -printf '%s %p\n' 2>/dev/null | sort -rn | head -n 8 > "$st/du.full"
@@ -295,6 +304,7 @@ diag "filesystems at their fullest (mount, blocks, inodes, source, type): $(sed 
 diag "root over time (s since the checks began: used MiB, available MiB, use%): $(xargs < "$st/df.series" 2>/dev/null)"
 [ -s "$st/du.full" ] && { diag "the root at 80 % full: the largest files and directories:"; sed 's/^/#   /' "$st/du.full"; }
 umount "$work/fs" 2>/dev/null && [ "$fsdev" != /dev/vdb ] && losetup -d "$fsdev"
+umount "$work/stress" 2>/dev/null
 wait "$hack_pid" || hackbench_rc=$?
 if [ "$mode" != never ]; then
 	wait "$flip_pid"
@@ -380,19 +390,25 @@ $bytes $calls $site $modname $rest"
 	[ -n "$alive" ] && { diag "rows alive at module unload ($nalive):"; sed 's/^/#   /' <<< "$alive" | sort | uniq -c | sort -rn | head -n 30; }
 	# Attribution coverage.
 	sum=$(awk 'NR > 2 {s += $1} END {printf "%.0f", s}' "$st/allocinfo")
+	# The slab pages are rows (alloc_slab_page) and so are the objects in
+	# them (their callers'): counted twice, by upstream's design as by
+	# ours.  Without the slab pages, every byte counted is in a distinct
+	# page in use.
+	slabpages=$(awk 'NR > 2 && / func:alloc_slab_page( |$)/ {s += $1} END {printf "%.0f", s}' "$st/allocinfo")
+	counted=$((sum - slabpages))
 	read -r total free cached anon shmem slab pt kstack percpu vmalloc < <(awk '
 		/^MemTotal:/ {t=$2} /^MemFree:/ {f=$2} /^Cached:/ {c=$2} /^AnonPages:/ {a=$2} /^Shmem:/ {sh=$2}
 		/^Slab:/ {sl=$2} /^PageTables:/ {p=$2} /^KernelStack:/ {k=$2} /^Percpu:/ {pc=$2} /^VmallocUsed:/ {v=$2}
 		END {print t, f, c, a, sh, sl, p, k, pc, v}' /proc/meminfo)
 	used=$(( (total - free) * 1024 ))
-	diag "coverage: /proc/allocinfo sums $((sum / 1048576)) MiB of $((used / 1048576)) MiB in use (MemTotal - MemFree): $(( sum * 100 / used ))%"
+	diag "coverage: /proc/allocinfo sums $((sum / 1048576)) MiB, $((slabpages / 1048576)) MiB of it slab pages whose objects are rows too; without those, $((counted / 1048576)) MiB of $((used / 1048576)) MiB in use (MemTotal - MemFree): $(( counted * 100 / used ))%"
 	diag "meminfo (MiB): Cached $((cached / 1024)) (Shmem $((shmem / 1024))), AnonPages $((anon / 1024)), Slab $((slab / 1024)), PageTables $((pt / 1024)), KernelStack $((kstack / 1024)), Percpu $((percpu / 1024)), VmallocUsed $((vmalloc / 1024))"
 	diag "largest rows:"
-	sort -rn "$st/allocinfo" | head -n 12 | sed 's/^/#   /'
+	sort -rn "$st/allocinfo" 2>/dev/null | head -n 12 | sed 's/^/#   /'
 	if [ "$mode" = never ]; then
 		# Nothing is counted when profiling was never on.
 		if [ "$sum" = 0 ]; then ok never_counts_nothing; else notok never_counts_nothing; fi
-	elif [ "$sum" -gt 0 ] && [ "$sum" -le "$used" ]; then
+	elif [ "$counted" -gt 0 ] && [ "$counted" -le "$used" ]; then
 		ok coverage_within_used_memory
 	else
 		notok coverage_within_used_memory
