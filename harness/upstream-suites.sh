@@ -90,14 +90,15 @@ boot_one() {
 	for k in $KOS; do cp "$w/build/$k" "$extra/modules/" 2>/dev/null || bad "$target: $k not built"; done
 	for p in $progs; do cp "$S/mm-bin/$p" "$extra/mm/" 2>/dev/null; done
 	local timeout=1200
-	case $target in *debug*) timeout=2400 ;; esac
+	case $target in *debug*) timeout=3600 ;; esac
 	# Only upstream's slub_test of KUnit (not the built-in suites).
 	# init_on_alloc=1, Debian's default (INIT_ON_ALLOC_DEFAULT_ON): what
 	# test_meminit checks (without it or init_on_free its page tests fail
 	# by design).  The debug config builds kmemleak in, which stays off as
 	# in make test.
 	local a="kunit.filter_glob=slub_test init_on_alloc=1"
-	case $target in *debug*) a="$a kmemleak=off" ;; esac
+	# KASAN and lockdep under TCG: each mm program gets four times as long.
+	case $target in *debug*) a="$a kmemleak=off allocprof_suites_bound=1200" ;; esac
 	BASE=${target%%-*} W=$w OUT=$w/build SRC=$CACHE_DIR/${target%%-*}/src BOOT_TIMEOUT=$timeout \
 		"$H/vm.sh" cmdboot "suites-$name" "$a $append" "$extra"
 	local log=$w/logs/suites-$name.log
