@@ -119,6 +119,12 @@ while read -r name args; do
 	[ -n "$name" ] || continue
 	prog=${args%% *}
 	[ -x "mm/$prog" ] || { res fail "mm/$name" "not built"; continue; }
+	# hugepage-mmap and map_hugetlb map 256 MiB of huge pages: 128 of
+	# them while they run, 32 for the others.
+	case $name in
+	hugepage-mmap|map_hugetlb) echo 128 > /proc/sys/vm/nr_hugepages ;;
+	*) echo 32 > /proc/sys/vm/nr_hugepages ;;
+	esac
 	dmesg -c > /dev/null
 	t0=$(date +%s)
 	(cd /tmp && timeout "$bound" /extra/mm/$args) > /tmp/mm.out 2>&1
