@@ -146,7 +146,17 @@ while read -r st name rest; do
 		f=$S/${b%%:*}-${b#*:}.res
 		[ -f "$f" ] || continue
 		got=$(awk -v n="$name" '$2 == n {print $1; exit}' "$f")
-		if [ "$got" = pass ]; then ok; else bad "${b%%:*} ${b#*:}: $name: ${got:-missing} (passes on upstream)"; fi
+		if [ "$got" = pass ]; then
+			ok
+		elif [ -z "$got" ] && grep -q "^pass ${name%%/*}/ran_its_plan" "$f"; then
+			# The suite ran every test this kernel's build of it has:
+			# its source leaves this one out under this config
+			# (slub_kunit's three under KASAN).
+			skip=$((skip + 1))
+			echo "not in ${b%%:*}'s build of the suite: $name"
+		else
+			bad "${b%%:*} ${b#*:}: $name: ${got:-missing} (passes on upstream)"
+		fi
 	done
 done < "$ref"
 for b in $boots; do

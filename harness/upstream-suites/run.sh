@@ -54,6 +54,10 @@ if [ -f modules/slub_kunit.ko ]; then
 		esac
 	done
 	grep -m1 -E '# slub_test: pass:' /tmp/slub_kunit.log | sed 's/^ */SUITES: /'
+	# Every test of the suite's plan has a result (no crash midway).
+	plan=$(sed -n '/# Subtest: slub_test/,$p' /tmp/slub_kunit.log | grep -m1 -E '^    1\.\.[0-9]+$' | sed 's/.*\.\.//')
+	got=$(grep -cE '^    (not )?ok [0-9]+ ' /tmp/slub_kunit.log)
+	if [ -n "$plan" ] && [ "$plan" = "$got" ]; then res pass slub_kunit/ran_its_plan "$got of $plan"; else res fail slub_kunit/ran_its_plan "$got of ${plan:-no plan}"; fi
 else
 	res fail slub_kunit/built "no module"
 fi
