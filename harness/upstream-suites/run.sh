@@ -140,7 +140,9 @@ while read -r name args; do
 	0) if [ -z "$r" ]; then res pass "mm/$name" "$(( $(date +%s) - t0 ))s $tot"; else res fail "mm/$name" "kernel report: $(echo $r | head -c 150)"; fi ;;
 	4) res skip "mm/$name" "$tot $(grep -m1 -iE 'skip' /tmp/mm.out | head -c 120)" ;;
 	*) res fail "mm/$name" "exit $rc $(( $(date +%s) - t0 ))s $tot"
-	   { grep -E '^not ok|FAIL|fail|rror' /tmp/mm.out || tail -n 4 /tmp/mm.out; } | head -n 5 | sed 's/^/SUITES:   /' ;;
+	   # awk ends every line, the last one of a program killed mid-line
+	   # too (with sed, the next result line was glued to it and lost).
+	   { grep -E '^not ok|FAIL|fail|rror' /tmp/mm.out || tail -n 4 /tmp/mm.out; } | head -n 5 | awk '{print "SUITES:   " $0}' ;;
 	esac
 done < mm/list
 
