@@ -9,6 +9,11 @@
 #                   profiler, NUMA, PREEMPT_RT and Debian's distro config
 #   make fuzz       the debug kernel under random operations on every control
 #                   surface (SEED=n or SEEDS="a b ...", FUZZ_S=seconds each)
+#   make test-real  Debian 12 under systemd on Debian's config with real
+#                   modules: workloads, module churn, the rows judged after
+#   make test-upstream-suites  upstream's allocator tests (KUnit, test
+#                   modules, mm selftests) from the pristine source, on
+#                   ours and on upstream
 #   make stack      the patch stack (patches/) as a git tree to edit, one
 #                   commit per patch; make unstack writes it back
 #
@@ -74,6 +79,14 @@ FRAGS    := $(H)/kernel-distro.config $(SRC)/$(STDIR)/config
 export BASE_CONFIG := $(DISTRO_CONFIG)
 export LSMOD_LIST := $(H)/distro.lsmod
 endif
+# VARIANT=real (make test-real): the same with a realistic module set as =m
+# (harness/real.lsmod) and the root disk and filesystem built in
+# (harness/kernel-real.config).
+ifeq ($(VARIANT),real)
+FRAGS    := $(H)/kernel-distro.config $(SRC)/$(STDIR)/config $(H)/kernel-real.config
+export BASE_CONFIG := $(DISTRO_CONFIG)
+export LSMOD_LIST := $(H)/real.lsmod
+endif
 PHASE    := $(H)/phase
 
 comma    := ,
@@ -82,12 +95,12 @@ export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SU
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
 	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench test-debug \
-	test-configs where fuzz stack unstack
+	test-configs where fuzz test-real test-upstream-suites stack unstack
 
 all: run
 
 help:
-	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,20p' Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	@$(PHASE) setup $(H)/setup.sh
@@ -146,6 +159,24 @@ test:
 # each with the suite; CONFIGS=a,b runs a subset (names as in CONFIGS_TARGETS).
 test-configs:
 	@HOST_TESTS=0 TEST_BASES="$(if $(CONFIGS),$(subst $(comma), ,$(CONFIGS)),$(CONFIGS_TARGETS))" $(H)/test.sh
+
+# A Debian 12 userspace (mmdebstrap, cached in CACHE_DIR) under systemd and
+# udev on the rust-real kernel (Debian's config with a realistic module set),
+# booted from a virtio disk: workloads, module unload/reload, sysctl flips,
+# and the kernel log and /proc/allocinfo judged after (harness/real.sh,
+# notes/test-real.md).  Not part of make test.
+test-real:
+	@SETUP_REAL=1 $(PHASE) setup $(H)/setup.sh
+	@$(H)/real.sh
+
+# Upstream's own allocator tests of 6.12 (slub_kunit, test_meminit,
+# test_free_pages, percpu_test, test_vmalloc, dmapool_test and mm
+# selftests), built from the pristine source at test time, on rust (page_ext
+# and compressed), upstream and rust-debug, each built with
+# harness/kernel-suites.config: ours must pass what upstream passes
+# (harness/upstream-suites.sh, notes/test-real.md).  Not part of make test.
+test-upstream-suites: pristine
+	@$(H)/upstream-suites.sh
 
 # The suite on the Rust core under KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
 # PREEMPT and MEM_ALLOC_PROFILING_DEBUG (harness/kernel-debug.config); any
