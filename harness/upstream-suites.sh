@@ -112,7 +112,7 @@ boot_one() {
 append_of() {
 	case $1 in
 	main) echo "" ;;
-	compressed) echo "sysctl.vm.mem_profiling=1,compressed" ;;
+	compressed) awk -F'|' '$1 == "mode" && $2 == "compressed" {print $3}' "$REPO/harness/matrix" ;;
 	*) echo "unknown" ;;
 	esac
 }
