@@ -9,6 +9,13 @@
 #                   profiler, NUMA, PREEMPT_RT and Debian's distro config
 #   make fuzz       the debug kernel under random operations on every control
 #                   surface (SEED=n or SEEDS="a b ...", FUZZ_S=seconds each)
+#   make test-real  Debian 12 under systemd on Debian's config with real
+#                   modules: workloads, module churn, the rows judged after
+#   make test-upstream-suites  upstream's allocator tests (KUnit, test
+#                   modules, mm selftests) from the pristine source, on
+#                   ours and on upstream
+#   make stack      the patch stack (patches/) as a git tree to edit, one
+#                   commit per patch; make unstack writes it back
 #
 # BASE=rust (default) builds the Rust core; BASE=upstream the pristine 6.12
 # profiler with only our tests on top.  make test runs the suite on both,
@@ -62,15 +69,23 @@ SRC      := $(CACHE_DIR)/$(BASE)/src
 OUT      := $(W)/build
 STDIR    := tools/testing/selftests/alloc_tag
 
-FRAGS    := $(H)/kernel.config $(REPO)/$(STDIR)/config $(wildcard $(H)/kernel-$(BASE).config) \
+FRAGS    := $(H)/kernel.config $(SRC)/$(STDIR)/config $(wildcard $(H)/kernel-$(BASE).config) \
 	    $(foreach v,$(subst +, ,$(VARIANT)),$(H)/kernel-$(v).config)
 # VARIANT=distro starts from Debian's own config, not from tinyconfig and the
 # test config (harness/kernel-distro.config says what changes and why).
 DISTRO_CONFIG ?= /usr/src/linux-config-6.12/config.amd64_none_amd64.xz
 ifeq ($(VARIANT),distro)
-FRAGS    := $(H)/kernel-distro.config $(REPO)/$(STDIR)/config
+FRAGS    := $(H)/kernel-distro.config $(SRC)/$(STDIR)/config
 export BASE_CONFIG := $(DISTRO_CONFIG)
 export LSMOD_LIST := $(H)/distro.lsmod
+endif
+# VARIANT=real (make test-real): the same with a realistic module set as =m
+# (harness/real.lsmod) and the root disk and filesystem built in
+# (harness/kernel-real.config).
+ifeq ($(VARIANT),real)
+FRAGS    := $(H)/kernel-distro.config $(SRC)/$(STDIR)/config $(H)/kernel-real.config
+export BASE_CONFIG := $(DISTRO_CONFIG)
+export LSMOD_LIST := $(H)/real.lsmod
 endif
 PHASE    := $(H)/phase
 
@@ -80,12 +95,12 @@ export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SU
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
 	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench test-debug \
-	test-configs where fuzz
+	test-configs where fuzz test-real test-upstream-suites stack unstack
 
 all: run
 
 help:
-	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,20p' Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	@$(PHASE) setup $(H)/setup.sh
@@ -94,7 +109,7 @@ pristine: setup
 	@$(PHASE) source $(H)/extract.sh $(KTAR) $(CACHE_DIR)/src
 
 tree: pristine
-	@$(PHASE) overlay $(H)/prepare-tree.sh $(PRISTINE) $(SRC) $(REPO) $(BASE)
+	@$(PHASE) patches $(H)/prepare-tree.sh $(PRISTINE) $(SRC) $(REPO) $(BASE)
 
 config: tree
 	@$(PHASE) config $(H)/configure.sh $(SRC) $(OUT) $(FRAGS)
@@ -145,6 +160,24 @@ test:
 test-configs:
 	@HOST_TESTS=0 TEST_BASES="$(if $(CONFIGS),$(subst $(comma), ,$(CONFIGS)),$(CONFIGS_TARGETS))" $(H)/test.sh
 
+# A Debian 12 userspace (mmdebstrap, cached in CACHE_DIR) under systemd and
+# udev on the rust-real kernel (Debian's config with a realistic module set),
+# booted from a virtio disk: workloads, module unload/reload, sysctl flips,
+# and the kernel log and /proc/allocinfo judged after (harness/real.sh,
+# notes/test-real.md).  Not part of make test.
+test-real:
+	@SETUP_REAL=1 $(PHASE) setup $(H)/setup.sh
+	@$(H)/real.sh
+
+# Upstream's own allocator tests of 6.12 (slub_kunit, test_meminit,
+# test_free_pages, percpu_test, test_vmalloc, dmapool_test and mm
+# selftests), built from the pristine source at test time, on rust (page_ext
+# and compressed), upstream and rust-debug, each built with
+# harness/kernel-suites.config: ours must pass what upstream passes
+# (harness/upstream-suites.sh, notes/test-real.md).  Not part of make test.
+test-upstream-suites: pristine
+	@$(H)/upstream-suites.sh
+
 # The suite on the Rust core under KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
 # PREEMPT and MEM_ALLOC_PROFILING_DEBUG (harness/kernel-debug.config); any
 # sanitizer report fails it.
@@ -172,13 +205,14 @@ rustfmtcheck: tree
 bench: setup pristine
 	@$(PHASE) bench $(REPO)/bench/run.sh
 
-# The whole change as a git format-patch series against pristine 6.12.118.
-# Then builds every prefix of it in order (SERIES_BUILD=0 skips that: it
-# takes 30 to 60 minutes on 2 cores).
+# The patch stack as a numbered series with a cover letter, checked (git am
+# on pristine 6.12.118, the tested tree, checkpatch --strict, Fixes: tags),
+# then every prefix built in order (SERIES_BUILD=0 skips that: it takes 30
+# to 60 minutes on 2 cores).
 SERIES_BUILD ?= 1
 series: tree
 	@$(PHASE) series $(H)/series.sh
-	@if [ "$(SERIES_BUILD)" != 0 ] && [ -z "$(SERIES_STOP)" ]; then \
+	@if [ "$(SERIES_BUILD)" != 0 ]; then \
 		$(PHASE) series-check env FRAGS="$(FRAGS)" JOBS=$(JOBS) $(H)/series-check.sh; fi
 
 # Only the prefix builds of the series make series last made (PREFIXES=FROM-TO,
@@ -186,10 +220,24 @@ series: tree
 series-check: setup
 	@$(PHASE) series-check env FRAGS="$(FRAGS)" JOBS=$(JOBS) $(H)/series-check.sh
 
-# Format the repo's own kernel Rust files (never the cached kernel tree).
+# The change is the patch stack of patches/ (patches/series in order), applied
+# to pristine 6.12.118 by make tree.  make stack lays it as a git tree to edit
+# (STACK_TREE, one commit per patch on branch stack, the pristine source
+# tagged pristine); make unstack writes its commits back to patches/
+# (notes/series.md: changing a patch in the middle of the stack).
+STACK_TREE ?= $(CACHE_DIR)/stack/linux
+export STACK_TREE
+stack: pristine
+	@$(H)/stack.sh lay
+
+unstack:
+	@$(H)/stack.sh save
+
+# Format the stack tree's Rust files that the stack adds or changes (never
+# the tested tree: make unstack carries the result into patches/).
 rustfmt: pristine
-	@rustfmt --config-path $(PRISTINE)/.rustfmt.toml --edition 2021 \
-		$$(git -C $(REPO) ls-files 'rust/*.rs')
+	@cd $(STACK_TREE) && rustfmt --config-path $(PRISTINE)/.rustfmt.toml --edition 2021 \
+		$$(git -C $(STACK_TREE) diff --name-only --diff-filter=AM pristine stack -- '*.rs')
 
 clippy: config
 	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=$(LLVM_SUFFIX) CLIPPY=1 -j$(JOBS) rust/kernel.o 2>&1 | \

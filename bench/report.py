@@ -204,20 +204,20 @@ def prod_notes(w):
       "the default; `alloc_hooks()` leaves `current->alloc_tag` alone; the page hooks' "
       "arguments are computed behind the key). What remains against compiled out is register "
       "allocation around those no-ops: in `__kmalloc_noprof` and `kfree` a spilled gfp mask, "
-      "the object in a stack slot and the asm goto join marked `endbr64` (patch 0015's slab "
-      "hand-over costs 4 of these and saves 39 on the on path); for pages, `post_alloc_hook()` "
+      "the object in a stack slot and the asm goto join marked `endbr64` (the slab hand-over "
+      "patch costs 4 of these and saves 39 on the on path); for pages, `post_alloc_hook()` "
       "no longer inlined into `prep_new_page()` (`__free_pages()` keeps its tagged case out of "
       "line in `free_pages_tagged()`, so its common path saves no register). "
       "Next step: the hooks' on path in a cold block that reloads what it needs, so that no "
       "value must survive the fast path's calls for it; compare with gcc.")
-    w("- On, slab loops: the allocation fast path hands its slab to the hook (patch 0015: no "
+    w("- On, slab loops: the allocation fast path hands its slab to the hook (the slab hand-over patch: no "
       "`virt_to_slab()`, no kfence test); what is left is the vector indexing "
       "(`obj_to_index()`'s reciprocal divide and the slab address, about 20 per side), flag "
       "tests and one call into Rust per side (`__alloc_tag_add` 10, `__alloc_tag_sub` 11, "
       "reached through the capture static calls, patched to direct calls). Next "
       "step for the +30% target: index the vector by offset >> shift for power-of-two caches "
       "and compute kfree's object index once for the memcg and tagging hooks.")
-    w("- On, pages: the page_ext lookup is inline (patch 0014, SPARSEMEM) and the store mode is "
+    w("- On, pages: the page_ext lookup is inline (page_ext_get_owned(), SPARSEMEM) and the store mode is "
       "a static key tested in C, so each hook makes one call into Rust (`alloc_tag_add`/"
       "`alloc_tag_sub`, or the compressed entries); upstream makes `page_ext_get()`/"
       "`page_ext_put()` and, with PREEMPT_RCU, the RCU lock calls. Orders 1-3 (non-compound "
@@ -226,7 +226,7 @@ def prod_notes(w):
       "page_ext lookup, the reference read in C), in `free_pages_tagged()`, out of line. "
       "What keeps them above 0.6x is the second page_ext lookup of the pair (the free hook in "
       "`free_unref_page()` finds the same reference again); next step: hand the reference "
-      "found before the drop to the free path, as patch 0015 hands the slab.")
+      "found before the drop to the free path, as the slab hand-over patch hands the slab.")
 
 
 def main():
@@ -503,7 +503,7 @@ def notes(w):
       "itrace, instructions per pair, profiling on): (1) a tag's counters pointer was read "
       "twice and the call count added through a register: now one read and an immediate "
       "add (kmalloc 408 -> 401; upstream 396); (2) `__free_pages()` looked the page's tag "
-      "up (a page_ext lookup) on every order-0 free, where it is never used: patch 0007 "
+      "up (a page_ext lookup) on every order-0 free, where it is never used: the __free_pages() patch "
       "skips it (page 763 -> 710; upstream 741); (3) compressed mode found a vmlinux tag's "
       "index by dividing its offset by 40 and shifted by boot-time amounts: every tag now "
       "keeps its index in its flags and the field is a build constant (page, module tag, "

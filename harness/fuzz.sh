@@ -43,7 +43,7 @@ fi
 
 # The driver, and its 32-bit twin for the compat ioctl (no C library:
 # the host needs no 32-bit libc).
-src=$REPO/tools/testing/selftests/alloc_tag/fuzz
+src=$SRC/tools/testing/selftests/alloc_tag/fuzz
 # A directory per run: two make fuzz may run at once on one CACHE_DIR
 # (with other seeds; each boot has an initramfs and a log of its own).
 mkdir -p "$W/logs"

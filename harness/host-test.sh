@@ -4,8 +4,8 @@
 # kernel.  The serial-log judge (test_ktap.py), the build-time check on
 # synthetic symbol tables (test_alloc_tag_check.sh), no dependency cycle
 # between the Rust core's files (test_check_layers.sh), load_module()'s
-# unwinding as the patches leave it (test_check_unwind.sh), the steps of make
-# series (series-lint.sh, tested by test_series_lint.sh), the harness's lock and
+# unwinding as the patches leave it (test_check_unwind.sh), the patch stack's
+# round trip through make stack and make unstack (test_stack.sh), the harness's lock and
 # target names (test_harness.sh), the allocinfo tool and
 # the parsers' host crate (their host-test.sh).  Prints each one's result
 # line and failures, ALLOCINFO_BIN=<the static allocinfo for the test VM>,
@@ -18,6 +18,15 @@ export CACHE_DIR=${CACHE_DIR:-$HOME/.cache/allocprof}
 
 pass=0 fail=0 skip=0
 failures=()
+
+# The tested tree of the stack (BASE=rust: pristine 6.12.118 with every
+# patch applied), which some of these tests read.
+if ! make -s -C "$REPO" tree BASE=rust >/dev/null; then
+	echo "FAIL host: make tree BASE=rust (the patch stack does not apply?)"
+	echo "host tests: 0 passed, 1 failed, 0 skipped"
+	exit 1
+fi
+export ALLOC_TAG_TREE=$CACHE_DIR/rust/src
 
 bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
@@ -52,8 +61,7 @@ suite "ktap parser" python3 "$H/test_ktap.py"
 suite alloc_tag_check bash "$H/test_alloc_tag_check.sh"
 suite layers bash "$H/test_check_layers.sh"
 suite unwind bash "$H/test_check_unwind.sh"
-suite "series lint" bash "$H/series-lint.sh"
-suite "series lint tests" bash "$H/test_series_lint.sh"
+suite "patch stack" bash "$H/test_stack.sh"
 suite harness bash "$H/test_harness.sh"
 
 tool tools/allocinfo/host-test.sh "allocinfo tool" '^(FAIL|not ok)|passed, [0-9]+ failed'

@@ -1,16 +1,24 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Lay the overlay and patches of one BASE onto its kernel source tree.
+# Lay one BASE's change onto its kernel source tree.
 #
 # usage: prepare-tree.sh PRISTINE SRC REPO BASE
 #
-# SRC starts as a hard-linked copy of the pristine tree.  The overlay files and
-# the patched upstream files are first assembled in a staging directory; only
-# files whose content differs are then written into SRC (as new files, so the
-# hard links to the pristine tree break and the pristine tree stays intact, and
-# with a fresh mtime so Kbuild rebuilds exactly what changed).  Files laid by
-# an earlier run but no longer in the overlay are restored from the pristine
-# tree, so SRC is always "pristine + this overlay + these patches".
+# The change is the patch stack of REPO/patches (patches/series, in order).
+# BASE=rust is pristine 6.12.118 with every patch applied; BASE=upstream is
+# pristine 6.12.118 with only the conformance suite's directory
+# (tools/testing/selftests/alloc_tag) of the patched tree, so that one suite
+# runs on both.
+#
+# SRC starts as a hard-linked copy of the pristine tree.  The patched files
+# are first made in a staging directory ($(dirname SRC)/stage: every file
+# the stack touches, at its kernel path, the readable checkout of the change
+# the host tests read); only files whose content differs are then written
+# into SRC (as new files, so the hard links to the pristine tree break and
+# the pristine tree stays intact, and with a fresh mtime so Kbuild rebuilds
+# exactly what changed).  Files laid by an earlier run but no longer touched
+# are restored from the pristine tree, so SRC is always "pristine + this
+# stack".
 set -euo pipefail
 
 pristine=$1 src=$2 repo=$3 base=$4
@@ -27,57 +35,43 @@ if [ ! -f "$src/Makefile" ]; then
 	cp -al "$pristine" "$src"
 fi
 
-# What each BASE takes from the repo.  The kernel's own top-level Makefile and
-# Kconfig are never overlaid: only these directories are.
 case $base in
-upstream)
-	dirs="tools/testing/selftests/alloc_tag"
-	series=""
-	;;
-rust)
-	dirs="rust mm lib include scripts Documentation tools/testing/selftests/alloc_tag"
-	series=$repo/patches/series
-	;;
-*)
-	die "unknown BASE '$base' (upstream or rust)"
-	;;
+upstream) keep=tools/testing/selftests/alloc_tag ;;
+rust) keep= ;;
+*) die "unknown BASE '$base' (upstream or rust)" ;;
 esac
+series=$repo/patches/series
+[ -f "$series" ] || die "no $series"
 
 rm -rf "$stage"
 mkdir -p "$stage"
-for d in $dirs; do
-	[ -d "$repo/$d" ] || continue
-	(cd "$repo" && git ls-files -co --exclude-standard -- "$d" 2>/dev/null ||
-		find "$d" -type f) | while read -r f; do
-		[ -f "$repo/$f" ] || continue
+# git apply as a better patch(1): exact context, file modes, new files.  The
+# ceiling keeps it from taking a repository around CACHE_DIR for its own.
+export GIT_CEILING_DIRECTORIES=$work
+n=0
+while read -r p; do
+	[ -f "$repo/patches/$p" ] || die "patches/series names $p, which is not in patches/"
+	# Bring the files the patch changes into the stage first.
+	git apply --numstat "$repo/patches/$p" | cut -f3- | while read -r f; do
+		[ -e "$stage/$f" ] && continue
+		[ -e "$pristine/$f" ] || continue
 		mkdir -p "$stage/$(dirname "$f")"
-		cp -p "$repo/$f" "$stage/$f"
+		cp -p "$pristine/$f" "$stage/$f"
 	done
-done
-
-# The feature's Kconfig sits at the top of the repo and is sourced by the
-# patched lib/Kconfig.debug.
-if [ "$base" = rust ]; then
-	mkdir -p "$stage/lib"
-	cp -p "$repo/Kconfig" "$stage/lib/Kconfig.alloc_tag"
+	(cd "$stage" && git apply --whitespace=nowarn "$repo/patches/$p") ||
+		die "patch $p does not apply"
+	n=$((n + 1))
+done < <(awk '!/^[ \t]*(#|$)/ {print $1}' "$series")
+[ $n -gt 0 ] || die "$series names no patch"
+if [ -n "$keep" ]; then
+	rm -rf "$work/keep"
+	mkdir -p "$work/keep"
+	[ -d "$stage/$keep" ] && mv "$stage/$keep" "$work/keep/dir"
+	rm -rf "$stage"
+	mkdir -p "$stage/$(dirname "$keep")"
+	[ -d "$work/keep/dir" ] && mv "$work/keep/dir" "$stage/$keep"
+	rm -rf "$work/keep"
 fi
-
-if [ -n "$series" ] && [ -f "$series" ]; then
-	pdir=$(dirname "$series")
-	grep -v '^\s*#' "$series" | grep -v '^\s*$' | while read -r p; do
-		# Bring the files the patch touches into the stage first.
-		grep -E '^\+\+\+ b/' "$pdir/$p" | sed -e 's|^+++ b/||' -e 's|\t.*||' |
-			while read -r f; do
-				[ -e "$stage/$f" ] && continue
-				[ -e "$pristine/$f" ] || continue
-				mkdir -p "$stage/$(dirname "$f")"
-				cp -p "$pristine/$f" "$stage/$f"
-			done
-		patch -s -p1 -d "$stage" --no-backup-if-mismatch < "$pdir/$p" ||
-			die "patch $p does not apply"
-	done
-fi
-
 new_manifest=$(mktemp)
 (cd "$stage" && find . -type f | sed 's|^\./||' | sort) > "$new_manifest"
 
@@ -104,4 +98,4 @@ if [ -f "$manifest" ]; then
 	restored=$(comm -23 "$manifest" "$new_manifest" | wc -l)
 fi
 mv "$new_manifest" "$manifest"
-echo "prepare-tree: BASE=$base: $(wc -l < "$manifest") overlay files, $changed updated, $restored restored"
+echo "prepare-tree: BASE=$base: $n patches, $(wc -l < "$manifest") files, $changed updated, $restored restored"

@@ -10,6 +10,10 @@ BINDGEN_VERSION=0.73.2
 export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm$LLVM_SUFFIX/lib}
 PKGS="clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-dev qemu-system-x86 busybox-static
       flex bison bc libelf-dev libssl-dev cpio make gcc libc6-dev patch python3-ply python3-git"
+# make test-real also needs these (SETUP_REAL=1): the Debian image
+# (mmdebstrap), its ext4 disk filled without mounting (mke2fs -d), Debian's
+# xz-compressed modules.
+[ "${SETUP_REAL:-0}" = 1 ] && PKGS="$PKGS mmdebstrap e2fsprogs xz-utils"
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

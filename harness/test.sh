@@ -88,6 +88,18 @@ build_checks() {
 	fi
 }
 
+# Every module's tag section holds only tags, as the Rust core's module
+# loader takes it (harness/check_module_tags.sh): the test modules and the
+# in-tree modules of the build.
+module_tags_checks() {
+	local out
+	if out=$("$H/check_module_tags.sh" "$W"/test_modules/*.ko $(find "$OUT" -name '*.ko') 2>&1); then
+		ok
+	else
+		bad "build: $target: module tag sections that are not only tags: $(head -n 3 <<< "$out" | xargs)"
+	fi
+}
+
 # The build-time check on the real vmlinux: its line is in the build log, it
 # passes as built, and fails under --strict with a forced small bit count.
 tagcheck_checks() {
@@ -246,6 +258,9 @@ for target in $bases; do
 	echo "build $target: $(( $(date +%s) - t ))s"
 	case $target in
 	rust|rust-up|rust-numa|rust-rt|rust-distro) build_checks ;;
+	esac
+	case $target in
+	rust*) module_tags_checks ;;
 	esac
 	case $target in
 	rust|rust-conly|rust-up|rust-numa|rust-rt|rust-debug) tagcheck_checks ;;

@@ -5,7 +5,7 @@
 # boundary, and the exit status for bad input.
 set -uo pipefail
 H=$(cd "$(dirname "$0")" && pwd)
-check=$H/../scripts/alloc_tag_check.sh
+check=${ALLOC_TAG_TREE:?the patched tree (host-test.sh lays it)}/scripts/alloc_tag_check.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0

@@ -7,7 +7,7 @@
 set -uo pipefail
 H=$(cd "$(dirname "$0")" && pwd)
 check=$H/check_layers.py
-core=$H/../rust/kernel/alloc_tag
+core=${ALLOC_TAG_TREE:?the patched tree (host-test.sh lays it)}/rust/kernel/alloc_tag
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0

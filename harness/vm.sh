@@ -9,6 +9,8 @@
 #        vm.sh thread TESTS            the TCG threading such a boot takes
 #        vm.sh fuzz NAME APPEND DIR    one make fuzz boot: DIR (the driver and
 #                                      its run.sh) at /extra, run.sh run
+#        vm.sh cmdboot NAME APPEND DIR the same with KUnit on (make
+#                                      test-upstream-suites)
 #
 # Every boot has a hard timeout ($BOOT_TIMEOUT seconds).  KVM is used when
 # it is really usable (ACCEL=auto), else TCG; ACCEL=kvm|tcg forces one.
@@ -126,6 +128,17 @@ fuzz)
 	initrd=$W/initramfs-$name.cpio.gz
 	"$H/mkinitramfs.sh" "$initrd" "sh /extra/run.sh" "$dir" || exit 1
 	boot "$W/logs/$name.log" "$initrd" "kunit.enable=0 allocprof.mode=cmd $append" fuzz
+	rc=$?
+	rm -f "$initrd"
+	exit $rc
+	;;
+cmdboot)
+	# make test-upstream-suites (harness/upstream-suites.sh): DIR at
+	# /extra, its run.sh run, KUnit left on (slub_kunit is a KUnit suite).
+	name=$2 append=$3 dir=$4
+	initrd=$W/initramfs-$name.cpio.gz
+	"$H/mkinitramfs.sh" "$initrd" "sh /extra/run.sh" "$dir" || exit 1
+	boot "$W/logs/$name.log" "$initrd" "allocprof.mode=cmd $append" cmdboot
 	rc=$?
 	rm -f "$initrd"
 	exit $rc

@@ -16,7 +16,9 @@ CACHE_DIR=${CACHE_DIR:-$HOME/.cache/allocprof}
 export CARGO_TARGET_DIR="$CACHE_DIR/allocinfo-target-$(printf '%s' "$here" | cksum | cut -d' ' -f1)"
 venv="$CACHE_DIR/venv"
 fixtures="$here/tests/fixtures"
-selftest="$here/../testing/selftests/alloc_tag/allocinfo_tool.sh"
+# The in-VM selftest is part of the kernel patch stack: read it in the
+# patched tree (make tree BASE=rust; harness/host-test.sh lays it).
+selftest="${ALLOC_TAG_TREE:-$CACHE_DIR/rust/src}/tools/testing/selftests/alloc_tag/allocinfo_tool.sh"
 valid="v1-builtin-modules.txt v1-negative.txt v2-accurate.txt escaping.txt vm-6.12.118-rust.txt vm-6.12.118-upstream.txt"
 # Context-capture reports (capture show/export), under tests/fixtures/capture.
 capture_valid="two-sites.txt one-site.txt none-armed.txt"
@@ -202,6 +204,7 @@ fi
 
 # The in-VM selftest, run here against fixtures with the static binary; each KTAP line counts.
 if command -v busybox >/dev/null 2>&1; then sh_cmd="busybox sh"; else sh_cmd="sh"; fi
+[ -f "$selftest" ] || fail "no $selftest: lay the patched tree first (make tree BASE=rust)"
 for f in $valid; do
 	ALLOCINFO_FILE="$fixtures/$f" ALLOCINFO_BIN="$static_bin" $sh_cmd "$selftest" >"$work/ktap" 2>&1
 	while read -r line; do

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The kernel crate's `alloc_tag` module, reduced to the parsers.
+//! The kernel crate's `alloc_tag` module, reduced to the parsers, which are
+//! compiled from the patched kernel tree (see `build.rs`).
 
-#[path = "../../../../rust/kernel/alloc_tag/parse.rs"]
-pub mod parse;
-
-#[path = "../../../../rust/kernel/alloc_tag/demangle.rs"]
-pub mod demangle;
+include!(concat!(env!("OUT_DIR"), "/alloc_tag_mods.rs"));
