@@ -92,6 +92,19 @@ boot() {
 	return $rc
 }
 
+# extra_boot NAME APPEND DIR TESTS: a boot whose initramfs carries DIR at
+# /extra and runs its run.sh (allocprof.mode=cmd); TESTS names the boot for
+# the TCG threading choice.  The initramfs is removed after.
+extra_boot() {
+	local name=$1 append=$2 dir=$3 tests=$4 initrd rc
+	initrd=$W/initramfs-$name.cpio.gz
+	"$H/mkinitramfs.sh" "$initrd" "sh /extra/run.sh" "$dir" || exit 1
+	boot "$W/logs/$name.log" "$initrd" "allocprof.mode=cmd $append" "$tests"
+	rc=$?
+	rm -f "$initrd"
+	exit $rc
+}
+
 case ${1:-} in
 run)
 	append=${APPEND:-} cmd=${CMD:-} extra=${EXTRA:-}
@@ -124,24 +137,12 @@ initramfs)
 fuzz)
 	# make fuzz (harness/fuzz.sh): the driver arms capture, so it is a
 	# "patches" test (one TCG thread on a capture kernel).
-	name=$2 append=$3 dir=$4
-	initrd=$W/initramfs-$name.cpio.gz
-	"$H/mkinitramfs.sh" "$initrd" "sh /extra/run.sh" "$dir" || exit 1
-	boot "$W/logs/$name.log" "$initrd" "kunit.enable=0 allocprof.mode=cmd $append" fuzz
-	rc=$?
-	rm -f "$initrd"
-	exit $rc
+	extra_boot "$2" "kunit.enable=0 $3" "$4" fuzz
 	;;
 cmdboot)
-	# make test-upstream-suites (harness/upstream-suites.sh): DIR at
-	# /extra, its run.sh run, KUnit left on (slub_kunit is a KUnit suite).
-	name=$2 append=$3 dir=$4
-	initrd=$W/initramfs-$name.cpio.gz
-	"$H/mkinitramfs.sh" "$initrd" "sh /extra/run.sh" "$dir" || exit 1
-	boot "$W/logs/$name.log" "$initrd" "allocprof.mode=cmd $append" cmdboot
-	rc=$?
-	rm -f "$initrd"
-	exit $rc
+	# make test-upstream-suites (harness/upstream-suites.sh): KUnit left
+	# on (slub_kunit is a KUnit suite).
+	extra_boot "$2" "$3" "$4" cmdboot
 	;;
 thread)
 	# The TCG threading a boot running selftests $2 would get.
