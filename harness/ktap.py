@@ -3,6 +3,12 @@
 and the kernel log's reports (panic, Oops, WARNING, BUG, KASAN, lockdep).
 
 usage: python3 ktap.py LOG [--kunit] [--expect t1,t2,...] [--name NAME] [--fuzz]
+                        [--store STORE]
+
+--store (harness/matrix): the page tag store the boot must get.  The
+page_store selftest learns the store from the kernel and prints "page tag
+store: NAME"; the judge compares it with STORE, and fails a boot whose
+page_store names a store while its row gives none.
 
 --fuzz (a make fuzz boot, harness/fuzz.sh): also fails on the reports of
 FUZZ_REPORTS, and does not read the driver's operation lines as reports.
@@ -20,6 +26,7 @@ VERSION = re.compile(r"^(\s*)(?:KTAP version \d+|TAP version \d+)\s*$")
 PLAN = re.compile(r"^(\s*)1\.\.(\d+)\s*$")
 RESULT = re.compile(r"^(\s*)(not ok|ok) (\d+)(?: -)? ?([^#]*?)\s*(?:#\s*(.*))?$")
 MARK = re.compile(r"^ALLOCPROF: (.*)$")
+STORE = re.compile(r"page tag store: (\w+)")
 
 # Kernel reports that fail a boot wherever they appear, most specific first.
 REPORTS = [
@@ -178,7 +185,25 @@ class Judge:
         return seen_any
 
 
-def judge(path, name, kunit, expect, fuzz=False):
+def judge_store(j, sections, store):
+    """The page_store selftest's store against the one the boot must get."""
+    said = [m.group(1) for line in sections.get("page_store", [])
+            for m in [STORE.search(line)] if m]
+    if store is None:
+        if said:
+            j.fail(f"page_store: the store is {said[0]}, and the boot's row gives no --store")
+        return
+    if "page_store" not in sections:
+        j.fail(f"page_store: did not run, and the boot must get store {store}")
+    elif not said:
+        j.fail(f"page_store: named no page tag store (the boot must get {store})")
+    elif said[0] != store:
+        j.fail(f"page_store: page tag store {said[0]}, the boot must get {store}")
+    else:
+        j.passed += 1
+
+
+def judge(path, name, kunit, expect, fuzz=False, store=None):
     j = Judge(name)
     try:
         with open(path, errors="replace") as f:
@@ -243,6 +268,8 @@ def judge(path, name, kunit, expect, fuzz=False):
             if not any(f.startswith(f"{t}:") for f in j.failures):
                 j.fail(f"selftest {t}: exit status {rc}")
 
+    judge_store(j, sections, store)
+
     # Kernel reports anywhere in the log, once each.
     seen = set()
     reports = REPORTS + FUZZ_REPORTS if fuzz else REPORTS
@@ -282,9 +309,10 @@ def main():
     ap.add_argument("--kunit", action="store_true")
     ap.add_argument("--expect", default="")
     ap.add_argument("--fuzz", action="store_true")
+    ap.add_argument("--store")
     a = ap.parse_args()
     expect = [t for t in a.expect.split(",") if t]
-    j = judge(a.log, a.name, a.kunit, expect, a.fuzz)
+    j = judge(a.log, a.name, a.kunit, expect, a.fuzz, a.store)
     for f in j.failures:
         print(f"FAIL {a.name}: {f}")
     print(f"{a.name}: {j.passed} passed, {j.failed} failed, {j.skipped} skipped")

@@ -39,12 +39,12 @@ ALLOCPROF: selftest fmt exit 0
 END = "ALLOCPROF: dmesg begin\n[    1.0] all quiet\nALLOCPROF: dmesg end\nALLOCPROF: done\n"
 
 
-def judge(text, kunit=True, expect=("fmt",)):
+def judge(text, kunit=True, expect=("fmt",), store=None):
     with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
         f.write(text)
         path = f.name
     try:
-        return ktap.judge(path, "t", kunit, list(expect))
+        return ktap.judge(path, "t", kunit, list(expect), store=store)
     finally:
         os.unlink(path)
 
@@ -53,6 +53,37 @@ class JudgeTest(unittest.TestCase):
     def assertFailure(self, j, fragment):
         self.assertTrue(any(fragment in f for f in j.failures),
                         f"no failure mentioning {fragment!r} in {j.failures}")
+
+    STORE_OK = """ALLOCPROF: selftest page_store begin
+TAP version 13
+1..1
+# page_store.c:80:logged:page tag store: compressed
+ok 1 store.logged
+# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:0 error:0
+ALLOCPROF: selftest page_store exit 0
+"""
+
+    def test_store_as_expected(self):
+        j = judge(KUNIT_OK + self.STORE_OK + END, expect=("page_store",), store="compressed")
+        self.assertEqual(j.failures, [])
+        self.assertEqual(j.passed, 4)  # 3 KUnit, the selftest's 1, the store
+
+    def test_store_not_the_expected_one(self):
+        j = judge(KUNIT_OK + self.STORE_OK + END, expect=("page_store",), store="fallback")
+        self.assertFailure(j, "page tag store compressed, the boot must get fallback")
+
+    def test_store_said_without_expectation(self):
+        j = judge(KUNIT_OK + self.STORE_OK + END, expect=("page_store",))
+        self.assertFailure(j, "the boot's row gives no --store")
+
+    def test_store_not_said(self):
+        log = self.STORE_OK.replace("# page_store.c:80:logged:page tag store: compressed\n", "")
+        j = judge(KUNIT_OK + log + END, expect=("page_store",), store="page_ext")
+        self.assertFailure(j, "named no page tag store (the boot must get page_ext)")
+
+    def test_store_expected_but_page_store_did_not_run(self):
+        j = judge(KUNIT_OK + SELFTEST_OK + END, store="page_ext")
+        self.assertFailure(j, "page_store: did not run")
 
     def test_clean_run(self):
         j = judge(KUNIT_OK + SELFTEST_OK + END)
