@@ -79,7 +79,10 @@ for ((i = from; i <= to; i++)); do
 	else
 		bad=$((bad + 1))
 		echo "series-check: $i/$n does NOT build cleanly ($(( $(date +%s) - t ))s): $subject"
-		{ grep -E 'error|Error' "$log.$i" || cat "$log.$i.warnings"; } | head -n 8 | sed 's/^/    /'
+		# Errors, not every line with the word: v0-mangled Rust symbols
+		# (kallsyms' "too long" notes) contain "error" too.
+		{ grep -E '^error|: error|Error [0-9]+$' "$log.$i" || cat "$log.$i.warnings"; } |
+			head -n 8 | sed 's/^/    /'
 		echo "    full log: $log.$i"
 		[ "${KEEP_GOING:-0}" = 1 ] || break
 	fi
