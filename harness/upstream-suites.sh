@@ -66,21 +66,25 @@ echo "mm selftests: $(wc -w <<< "$progs") programs from $PRISTINE ($(( $(date +%
 KOS="lib/slub_kunit.ko lib/test_meminit.ko lib/test_free_pages.ko lib/percpu_test.ko lib/test_vmalloc.ko mm/dmapool_test.ko"
 
 declare -A built=()
+# build_one TARGET: its kernel (with the test modules), once.
+build_one() {
+	local target=$1 k
+	[ -n "${built[$target]:-}" ] && return
+	if ! make -s -C "$REPO" kernel BASE="$target"; then
+		bad "build: $target"; built[$target]=no; return
+	fi
+	built[$target]=yes
+	for k in $KOS; do
+		if cmp -s "$PRISTINE/${k%.ko}.c" "$CACHE_DIR/${target%%-*}/src/${k%.ko}.c"; then ok; else
+			bad "$target: ${k%.ko}.c differs from the pristine source"; fi
+	done
+}
+
 # boot TARGET NAME APPEND: one boot, its SUITE: lines in $S/TARGET-NAME.res.
 boot_one() {
 	local target=$1 name=$2 append=$3 w=$CACHE_DIR/$1 tb
 	tb=$(date +%s)
-	if [ -z "${built[$target]:-}" ]; then
-		if ! make -s -C "$REPO" kernel BASE="$target"; then
-			bad "build: $target"; built[$target]=no; return
-		fi
-		built[$target]=yes
-		local k
-		for k in $KOS; do
-			if cmp -s "$PRISTINE/${k%.ko}.c" "$CACHE_DIR/${target%%-*}/src/${k%.ko}.c"; then ok; else
-				bad "$target: ${k%.ko}.c differs from the pristine source"; fi
-		done
-	fi
+	build_one "$target"
 	[ "${built[$target]}" = yes ] || return
 	local extra=$w/suites-extra
 	rm -rf "$extra"
@@ -89,16 +93,26 @@ boot_one() {
 	grep -vE '^#|^$' "$H/upstream-suites/mm.list" > "$extra/mm/list"
 	for k in $KOS; do cp "$w/build/$k" "$extra/modules/" 2>/dev/null || bad "$target: $k not built"; done
 	for p in $progs; do cp "$S/mm-bin/$p" "$extra/mm/" 2>/dev/null; done
-	local timeout=1200
-	case $target in *debug*) timeout=3600 ;; esac
+	# The boot's bound and each mm program's (allocprof_suites_bound=)
+	# only stop a hang: a program that ends passes whatever it took.
+	# Under load (another VM, a kernel build) run 2's uffd-unit-tests
+	# passed the old 300 s bound on rust-suites; on the debug kernel KASAN
+	# and lockdep under TCG make each program several times slower.
+	local timeout=2400 a_bound=900
+	case $target in *debug*) timeout=7200 a_bound=2400 ;; esac
 	# Only upstream's slub_test of KUnit (not the built-in suites).
 	# init_on_alloc=1, Debian's default (INIT_ON_ALLOC_DEFAULT_ON): what
 	# test_meminit checks (without it or init_on_free its page tests fail
 	# by design).  The debug config builds kmemleak in, which stays off as
 	# in make test.
-	local a="kunit.filter_glob=slub_test init_on_alloc=1"
-	# KASAN and lockdep under TCG: each mm program gets four times as long.
-	case $target in *debug*) a="$a kmemleak=off allocprof_suites_bound=1200" ;; esac
+	local a="kunit.filter_glob=slub_test init_on_alloc=1 allocprof_suites_bound=$a_bound"
+	# On the debug kernels uffd-unit-tests runs with THP off: its events
+	# tests fail there with THP on ("memory corruption 0 1", then a hang
+	# until the bound) on upstream's debug build as on ours, now and then
+	# and more under load, and pass with THP off on both
+	# (notes/test-real.md, "uffd-unit-tests on the debug kernels").  The
+	# other boots run it with THP on (always, as Debian's config).
+	case $target in *debug*) a="$a kmemleak=off allocprof_suites_uffd_thp=never" ;; esac
 	BASE=${target%%-*} W=$w OUT=$w/build SRC=$CACHE_DIR/${target%%-*}/src BOOT_TIMEOUT=$timeout \
 		"$H/vm.sh" cmdboot "suites-$name" "$a $append" "$extra"
 	local log=$w/logs/suites-$name.log
@@ -117,6 +131,10 @@ append_of() {
 	esac
 }
 
+# Every kernel first: a build failure shows before the boots, and the
+# builds (which lock the source tree) are over before the first boot.
+build_one upstream-suites
+for b in $boots; do build_one "${b%%:*}"; done
 boot_one upstream-suites main ""
 for b in $boots; do
 	boot_one "${b%%:*}" "${b#*:}" "$(append_of "${b#*:}")"

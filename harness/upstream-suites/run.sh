@@ -111,10 +111,15 @@ fi
 
 # 7. tools/testing/selftests/mm: the kselftest exit status (0 pass, 4
 # skip), each under a bound.  hugetlb tests get 32 huge pages.
-# Each program's bound: allocprof_suites_bound= (harness/upstream-suites.sh
-# gives the debug kernel four times as long).
-bound=300
-for a in $(cat /proc/cmdline); do case $a in allocprof_suites_bound=*) bound=${a#*=} ;; esac; done
+# Each program's bound (a hang guard): allocprof_suites_bound= (set by
+# harness/upstream-suites.sh, longer on the debug kernel).
+bound=300 uffd_thp=
+for a in $(cat /proc/cmdline); do case $a in
+	allocprof_suites_bound=*) bound=${a#*=} ;;
+	allocprof_suites_uffd_thp=*) uffd_thp=${a#*=} ;;
+	esac; done
+thp_file=/sys/kernel/mm/transparent_hugepage/enabled
+thp_default=$(sed 's/.*\[\(.*\)\].*/\1/' "$thp_file" 2>/dev/null)
 echo 32 > /proc/sys/vm/nr_hugepages
 echo "SUITES: nr_hugepages $(cat /proc/sys/vm/nr_hugepages), THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
 mkdir -p /dev/hugepages && mount -t hugetlbfs none /dev/hugepages 2>/dev/null
@@ -129,6 +134,13 @@ while read -r name args; do
 	hugepage-mmap|map_hugetlb) echo 128 > /proc/sys/vm/nr_hugepages ;;
 	*) echo 32 > /proc/sys/vm/nr_hugepages ;;
 	esac
+	# allocprof_suites_uffd_thp=: uffd-unit-tests' THP setting (the
+	# debug boots: harness/upstream-suites.sh says why), the others'
+	# stays the kernel's default.
+	thp=$thp_default
+	[ "$name" = uffd-unit-tests ] && [ -n "$uffd_thp" ] && thp=$uffd_thp
+	[ -n "$thp" ] && echo "$thp" > "$thp_file"
+	[ "$thp" = "$thp_default" ] || echo "SUITES: $name with THP $(cat "$thp_file")"
 	dmesg -c > /dev/null
 	t0=$(date +%s)
 	(cd /tmp && timeout "$bound" /extra/mm/$args) > /tmp/mm.out 2>&1
