@@ -5,9 +5,10 @@
  * after the timed reads), and prints
  *   allocinfo_read: rows=<n> bytes=<n> median_ns=<n> min_ns=<n> max_ns=<n>
  * Then, where the kernel has the ioctls, READS walks of every tag by
- * ALLOCINFO_IOC_GET_NEXT, and READS filtered reads (GET_AT + GET_NEXT with
- * a filename filter, the ioctl form of `grep mm/slub.c /proc/allocinfo`):
- *   allocinfo_ioctl: what=<all|file:NAME> tags=<n> median_ns=<n> min_ns=<n> max_ns=<n>
+ * ALLOCINFO_IOC_GET_NEXT, READS by ALLOCINFO_IOC_GET_BATCH of BATCH records
+ * (where the kernel has it), and READS filtered reads (GET_AT + GET_NEXT
+ * with a filename filter, the ioctl form of `grep mm/slub.c /proc/allocinfo`):
+ *   allocinfo_ioctl: what=<all|batch|file:NAME> tags=<n> median_ns=<n> min_ns=<n> max_ns=<n>
  * Under QEMU -icount shift=0 nanoseconds are guest instructions.
  */
 #include <errno.h>
@@ -19,9 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../include/uapi/linux/alloc_tag.h"
+#include <linux/alloc_tag.h>
 
 #define READS 21
+#define BATCH 256
 
 static long long now_ns(void)
 {
@@ -88,6 +90,41 @@ static int ioctl_walks(const char *file)
 	return 0;
 }
 
+/* Times READS walks of every tag by GET_BATCH; -1 if the kernel has none. */
+static int batch_walks(void)
+{
+	static struct allocinfo_tag_data d[BATCH];
+	struct allocinfo_batch b;
+	long long t[READS];
+	long tags = 0;
+
+	for (int r = 0; r < READS; r++) {
+		int fd = open("/proc/allocinfo", O_RDONLY);
+		long long t0;
+		int ret;
+
+		if (fd < 0)
+			return -1;
+		tags = 0;
+		t0 = now_ns();
+		do {
+			memset(&b, 0, sizeof(b));
+			b.records = (unsigned long)d;
+			b.record_size = sizeof(d[0]);
+			b.max = BATCH;
+			ret = ioctl(fd, ALLOCINFO_IOC_GET_BATCH, &b);
+			if (!ret)
+				tags += b.count;
+		} while (!ret && b.count == BATCH);
+		t[r] = now_ns() - t0;
+		close(fd);
+		if (ret)
+			return -1;
+	}
+	report("batch", tags, t);
+	return 0;
+}
+
 int main(void)
 {
 	static char buf[4 << 20];
@@ -117,7 +154,9 @@ int main(void)
 	qsort(t, READS, sizeof(t[0]), cmp);
 	printf("allocinfo_read: rows=%ld bytes=%ld median_ns=%lld min_ns=%lld max_ns=%lld\n",
 	       rows - 2, bytes, t[READS / 2], t[0], t[READS - 1]);
-	if (ioctl_walks(NULL) == 0)
+	if (ioctl_walks(NULL) == 0) {
+		batch_walks();
 		ioctl_walks("mm/slub.c");
+	}
 	return 0;
 }

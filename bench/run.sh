@@ -11,8 +11,13 @@ out=$CACHE_DIR/bench
 mkdir -p "$out"
 export ACCEL=tcg QEMU_EXTRA="-icount shift=0,sleep=off"
 
-# Static reader, built once.
-gcc -O2 -static -Wall -o "$out/allocinfo_read" "$B/allocinfo_read.c" || exit 1
+# Static reader, built once, with the uapi header of the tree the patches
+# make (the repo holds it only inside patches/).
+make -s -C "$REPO" tree BASE=rust > "$out/tree.log" 2>&1 ||
+	{ echo "bench: make tree BASE=rust failed, see $out/tree.log"; exit 1; }
+mkdir -p "$out/include/linux"
+cp "$CACHE_DIR/rust/src/include/uapi/linux/alloc_tag.h" "$out/include/linux/" || exit 1
+gcc -O2 -static -Wall -I"$out/include" -o "$out/allocinfo_read" "$B/allocinfo_read.c" || exit 1
 
 # LABEL|BASE|VARIANT|APPEND, from harness/matrix.
 . "$REPO/harness/matrix.sh"

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The /proc/allocinfo ioctls (include/uapi/linux/alloc_tag.h, upstream's ABI since Linux 7.3):
-//! tags read one at a time as binary records, with module and minimum size filters applied by the
-//! kernel, so no text is formatted or parsed.
+//! tags read as binary records, with module and minimum size filters applied by the kernel, so no
+//! text is formatted or parsed. Records come many per call through ALLOCINFO_IOC_GET_BATCH where
+//! the kernel has it (ours), one per call through GET_NEXT where it does not (upstream's).
 
 use std::fs::File;
 use std::io;
@@ -60,12 +61,25 @@ struct RawGetAt {
     data: RawTagData,
 }
 
+/// `struct allocinfo_batch` (this kernel's own; versioned by its size).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawBatch {
+    records: u64,
+    record_size: u32,
+    max: u32,
+    flags: u32,
+    count: u32,
+    content_id: u64,
+}
+
 // The sizes are part of the command numbers: check them against the header's.
 const _: () = assert!(std::mem::size_of::<RawTag>() == 200);
 const _: () = assert!(std::mem::size_of::<RawCounter>() == 24);
 const _: () = assert!(std::mem::size_of::<RawTagData>() == 224);
 const _: () = assert!(std::mem::size_of::<RawFilter>() == 232);
 const _: () = assert!(std::mem::size_of::<RawGetAt>() == 464);
+const _: () = assert!(std::mem::size_of::<RawBatch>() == 32);
 
 const FILTER_MODNAME: u64 = 1 << 0;
 const FILTER_MIN_SIZE: u64 = 1 << 5;
@@ -79,6 +93,10 @@ const IOC_WRITE: u64 = 1;
 const CONTENT_ID: u64 = command(IOC_READ, 0, 8);
 const GET_AT: u64 = command(IOC_READ | IOC_WRITE, 1, std::mem::size_of::<RawGetAt>());
 const GET_NEXT: u64 = command(IOC_READ, 2, std::mem::size_of::<RawTagData>());
+const GET_BATCH: u64 = command(IOC_READ | IOC_WRITE, 32, std::mem::size_of::<RawBatch>());
+
+/// Records asked for per GET_BATCH call.
+const BATCH: usize = 256;
 
 /// What the kernel can select for us; every filter is applied again in user space, so these only
 /// make the walk shorter.
@@ -170,7 +188,8 @@ fn row(d: &RawTagData) -> (Row, bool) {
 fn call<T>(file: &File, cmd: u64, arg: &mut T) -> io::Result<()> {
     // SAFETY: every command used here has its argument size encoded in it, and `T` is the
     // `#[repr(C)]` structure of exactly that size (checked at compile time above), valid for the
-    // kernel to read and write for the duration of the call.
+    // kernel to read and write for the duration of the call. GET_BATCH's structure points to
+    // `max` records of `record_size` bytes, which `batches` keeps alive and writable throughout.
     let ret = unsafe { libc::ioctl(file.as_raw_fd(), cmd as libc::c_ulong, arg as *mut T) };
     if ret < 0 {
         Err(io::Error::last_os_error())
@@ -205,15 +224,44 @@ fn walk(file: &File, filter: &KernelFilter) -> Result<(Vec<Row>, bool), IoctlErr
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok((rows, false)),
         Err(e) => return Err(IoctlError::Io(e)),
     }
-    loop {
-        let mut data = get_at.data;
-        match call(file, GET_NEXT, &mut data) {
-            Ok(()) => record(&data),
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => break,
-            Err(e) => return Err(IoctlError::Io(e)),
+    if !batches(file, &mut record)? {
+        loop {
+            let mut data = get_at.data;
+            match call(file, GET_NEXT, &mut data) {
+                Ok(()) => record(&data),
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => break,
+                Err(e) => return Err(IoctlError::Io(e)),
+            }
         }
     }
     Ok((rows, any_cut))
+}
+
+/// The rest of the walk by GET_BATCH; false, having read nothing, if the kernel has no such
+/// command (upstream's answers ENOTTY).
+fn batches(file: &File, record: &mut impl FnMut(&RawTagData)) -> Result<bool, IoctlError> {
+    // SAFETY: all-zero bytes are a valid value of this plain-data structure.
+    let mut buf: Vec<RawTagData> = vec![unsafe { std::mem::zeroed() }; BATCH];
+    loop {
+        let mut b = RawBatch {
+            records: buf.as_mut_ptr() as u64,
+            record_size: std::mem::size_of::<RawTagData>() as u32,
+            max: BATCH as u32,
+            flags: 0,
+            count: 0,
+            content_id: 0,
+        };
+        match call(file, GET_BATCH, &mut b) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOTTY) => return Ok(false),
+            Err(e) => return Err(IoctlError::Io(e)),
+        }
+        let n = (b.count as usize).min(BATCH);
+        buf[..n].iter().for_each(&mut *record);
+        if n < BATCH {
+            return Ok(true);
+        }
+    }
 }
 
 /// Reads every tag of `file` (an open /proc/allocinfo) that passes `filter`, retrying when a
@@ -244,6 +292,7 @@ mod tests {
         assert_eq!(CONTENT_ID, 0x8008_a600);
         assert_eq!(GET_AT, 0xc1d0_a601);
         assert_eq!(GET_NEXT, 0x80e0_a602);
+        assert_eq!(GET_BATCH, 0xc020_a620);
     }
 
     fn data(module: &str, file: &str, line: u64, bytes: i64, accurate: u8) -> RawTagData {
