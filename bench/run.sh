@@ -63,6 +63,48 @@ echo "possible_cpus=$(cat /sys/devices/system/cpu/possible)"' \
 	nm "$w/build/vmlinux" | grep -E ' (__start|__stop)_alloc_tags$' > "$out/$name.tags" || true
 done
 
+# Cache misses per pair (bench/cacheplug): the configurations named by
+# harness/matrix's cachesim rows, booted without -icount under the plugin,
+# every loop once (alloc_tag_bench.cachesim=1); first the model's
+# calibration (bench/cacheplug/check.py fails the bench if it is off).
+# BENCH_CACHESIM=0 skips it.
+if [ "${BENCH_CACHESIM:-1}" != 0 ]; then
+	"$B/cacheplug/build.sh" > "$out/cacheplug-build.log" 2>&1 ||
+		{ echo "bench: cacheplug did not build, see $out/cacheplug-build.log"; exit 1; }
+	q=$CACHE_DIR/qemu-plugin
+	first=1
+	for name in $(matrix_rows cachesim); do
+		[[ -n "${BENCH_ONLY:-}" && ! "$name" =~ ${BENCH_ONLY} ]] && continue
+		c=$(matrix_bench "$name") || { echo "bench: cachesim $name: no such configuration"; exit 1; }
+		IFS='|' read -r base variant append <<< "$c"
+		w=$CACHE_DIR/$base${variant:+-$variant}
+		[ -f "$w/bench-extra/alloc_tag_bench.ko" ] ||
+			{ echo "bench: cachesim $name: not built (run make bench without BENCH_ONLY)"; exit 1; }
+		if [ "$first" = 1 ]; then
+			echo "== bench: cachesim calibration"
+			rm -f "$out/cachesim-calibration.plugin"
+			EXTRA=$q/calib CMD=./calib BASE=$base W=$w OUT=$w/build SRC=$CACHE_DIR/$base/src \
+				ACCEL=tcg QEMU_EXTRA="-plugin $q/cacheplug.so -d plugin -D $out/cachesim-calibration.plugin" \
+				BOOT_TIMEOUT=900 "$REPO/harness/vm.sh" run > "$out/cachesim-calibration.log" 2>&1 ||
+				{ echo "bench: cachesim calibration boot failed"; exit 1; }
+			python3 "$B/cacheplug/check.py" "$out/cachesim-calibration.log" \
+				"$out/cachesim-calibration.plugin" > "$out/cachesim-calibration.txt" ||
+				{ echo "bench: the cache model's calibration is off:"; cat "$out/cachesim-calibration.txt"; exit 1; }
+			first=0
+		fi
+		echo "== bench: cachesim $name"
+		rm -f "$out/cachesim-$name.plugin"
+		CMD='if grep -qw allocprof_flip_off /proc/cmdline; then echo 0 > /proc/sys/vm/mem_profiling; fi
+insmod ./alloc_tag_bench.ko cachesim=1 && rmmod alloc_tag_bench
+dmesg | grep "alloc_tag_bench: cachesim"' \
+		EXTRA=$w/bench-extra BASE=$base W=$w OUT=$w/build SRC=$CACHE_DIR/$base/src ACCEL=tcg \
+			QEMU_EXTRA="-plugin $q/cacheplug.so -d plugin -D $out/cachesim-$name.plugin" \
+			BOOT_TIMEOUT=1800 APPEND="$append" "$REPO/harness/vm.sh" run > "$out/cachesim-$name.log" 2>&1 ||
+			{ echo "bench: cachesim boot $name failed:"; tail -n 20 "$out/cachesim-$name.log"; exit 1; }
+		grep -c "cacheplug: id=0 " "$out/cachesim-$name.plugin" | sed "s/^/bench: cachesim $name: /;s/$/ windows/"
+	done
+fi
+
 # Where the instructions go, per function, on the production config:
 # bench/itrace.sh single-steps ITRACE_PAIRS pairs of a loop (BENCH_ITRACE=0
 # skips it); the configurations named by harness/matrix's itrace rows;

@@ -10,6 +10,17 @@
  *   alloc_tag_bench: loop=<name> round=<r> pairs=<n> ns_per_pair=<x.y>
  * All of it runs at load; unload it afterwards.
  *
+ * The batch loops allocate many objects or pages, then free them all: their
+ * working set (6 to 16 MiB) exceeds the caches, so that the lines the
+ * profiler touches per allocation (page_ext, per-CPU counters, slab
+ * extension vectors) miss as they would on a loaded machine.
+ *
+ * With cachesim=1 (bench/cacheplug), every loop runs once, after its warm-up
+ * run, between the markers of bench/cacheplug/cacheplug.c, which prints the
+ * instructions and cache misses of each window in order; the module prints
+ *   alloc_tag_bench: cachesim window=<k> loop=<name> pairs=<n>
+ * for each.
+ *
  * Before each slab loop, two objects of every size it uses are allocated
  * and the first is freed: the second is held, so the loop always finds a
  * partial slab with another live object in it, no slab empties and is
@@ -24,6 +35,7 @@
 #include <linux/completion.h>
 #include <linux/gfp.h>
 #include <linux/kthread.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -35,6 +47,9 @@ MODULE_PARM_DESC(pairs, "allocate+free pairs per round");
 static unsigned int rounds = 3;
 module_param(rounds, uint, 0444);
 MODULE_PARM_DESC(rounds, "rounds per loop");
+static bool cachesim;
+module_param(cachesim, bool, 0444);
+MODULE_PARM_DESC(cachesim, "one run per loop between cacheplug's markers");
 static char *only;
 module_param(only, charp, 0444);
 MODULE_PARM_DESC(only, "run only the loop of this name (bench/itrace.sh)");
@@ -149,6 +164,42 @@ static u64 atb_cache_loop(unsigned int n)
 	return t;
 }
 
+/*
+ * The batch loops: @n allocations, then @n frees, in allocation order.  The
+ * pointer array is allocated before the clock starts.
+ */
+static u64 atb_batch(unsigned int n, void *(*alloc)(void), void (*free)(void *))
+{
+	void **objs = kvmalloc_array(n, sizeof(*objs), GFP_KERNEL);
+	unsigned int i;
+	u64 t0, t;
+
+	if (!objs)
+		return 0;
+	t0 = ktime_get_ns();
+	for (i = 0; i < n; i++)
+		objs[i] = alloc();
+	for (i = 0; i < n; i++)
+		free(objs[i]);
+	t = ktime_get_ns() - t0;
+	kvfree(objs);
+	return t;
+}
+
+static void *atb_kmalloc256(void) { return kmalloc(256, GFP_KERNEL); }
+static void atb_kfree(void *p) { kfree(p); }
+static void *atb_cache_obj(void) { return kmem_cache_alloc(atb_cache, GFP_KERNEL); }
+static void atb_cache_free(void *p) { kmem_cache_free(atb_cache, p); }
+static void *atb_page_obj(void) { return (void *)__get_free_page(GFP_KERNEL); }
+static void atb_page_free(void *p) { free_page((unsigned long)p); }
+
+/* 25,000 of 256 bytes: 6.4 MiB. */
+static u64 atb_kmalloc_batch(unsigned int n) { return atb_batch(n, atb_kmalloc256, atb_kfree); }
+/* 50,000 of 128 bytes: 6.4 MiB. */
+static u64 atb_cache_batch(unsigned int n) { return atb_batch(n, atb_cache_obj, atb_cache_free); }
+/* 4,000 pages: 16 MiB. */
+static u64 atb_page_batch(unsigned int n) { return atb_batch(n, atb_page_obj, atb_page_free); }
+
 static const struct {
 	const char *name;
 	u64 (*run)(unsigned int n);
@@ -163,13 +214,27 @@ static const struct {
 	{ "order3",	atb_order3,	8 },
 	{ "cache",	atb_cache_loop,	1 },
 	{ "kmalloc_armed", atb_kmalloc_armed, 8, true },
+	{ "kmalloc_batch", atb_kmalloc_batch, 8 },
+	{ "cache_batch", atb_cache_batch, 4 },
+	{ "page_batch",	atb_page_batch,	50 },
 };
+
+/* cacheplug's markers (window id 0): no-ops the plugin recognises. */
+static __always_inline void atb_window_open(void)
+{
+	asm volatile("nopw 0x0a110000(%%rax,%%rax,1)" : : : "memory");
+}
+
+static __always_inline void atb_window_close(void)
+{
+	asm volatile("nopw 0x0a118000(%%rax,%%rax,1)" : : : "memory");
+}
 
 static DECLARE_COMPLETION(atb_done);
 
 static int atb_thread(void *unused)
 {
-	unsigned int l, r, n;
+	unsigned int l, r, n, window = 0;
 	u64 ns, x10;
 
 	for (l = 0; l < ARRAY_SIZE(atb_loops); l++) {
@@ -180,7 +245,14 @@ static int atb_thread(void *unused)
 			continue;
 		n = max(pairs / atb_loops[l].div, 1U);
 		atb_loops[l].run(n / 10 + 1);	/* warm caches and pcp lists */
-		for (r = 1; r <= rounds; r++) {
+		if (cachesim) {
+			atb_window_open();
+			atb_loops[l].run(n);
+			atb_window_close();
+			pr_info("cachesim window=%u loop=%s pairs=%u\n", window++,
+				atb_loops[l].name, n);
+		}
+		for (r = 1; r <= rounds && !cachesim; r++) {
 			ns = atb_loops[l].run(n);
 			x10 = div_u64(ns * 10, n);
 			pr_info("loop=%s round=%u pairs=%u ns_per_pair=%llu.%llu\n",
