@@ -6,7 +6,8 @@
 # between the Rust core's files (test_check_layers.sh), load_module()'s
 # unwinding as the patches leave it (test_check_unwind.sh), the patch stack's
 # round trip through make stack and make unstack (test_stack.sh), the harness's lock and
-# target names (test_harness.sh), the allocinfo tool and
+# target names (test_harness.sh), make bench's cache-model judge and
+# report (test_cacheplug.py), the allocinfo tool and
 # the parsers' host crate (their host-test.sh).  Prints each one's result
 # line and failures, ALLOCINFO_BIN=<the static allocinfo for the test VM>,
 # and last "host tests: N passed, N failed, N skipped"; exits non-zero on
@@ -63,6 +64,7 @@ suite layers bash "$H/test_check_layers.sh"
 suite unwind bash "$H/test_check_unwind.sh"
 suite "patch stack" bash "$H/test_stack.sh"
 suite harness bash "$H/test_harness.sh"
+suite cacheplug python3 "$H/test_cacheplug.py"
 
 tool tools/allocinfo/host-test.sh "allocinfo tool" '^(FAIL|not ok)|passed, [0-9]+ failed'
 tool tools/testing/alloc_tag_parse/host-test.sh "alloc_tag parsers" \

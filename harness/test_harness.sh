@@ -67,6 +67,8 @@ check "matrix: unknown mode refused" \
 	"$(MATRIX=$t/matrix bash -c ". '$H/matrix.sh'; matrix_boots x >/dev/null 2>&1 && echo accepted || echo refused")" refused
 check "matrix: itrace rows are bench rows" \
 	"$(for n in $(matrix_rows itrace); do matrix_bench "$n" >/dev/null || echo "$n"; done)" ""
+check "matrix: cachesim rows are bench rows" \
+	"$(for n in $(matrix_rows cachesim); do matrix_bench "$n" >/dev/null || echo "$n"; done)" ""
 check "matrix: report.py reads it" \
 	"$(python3 -c "import sys; sys.path.insert(0, '$H/../bench'); import report; print(len(report.CONFIGS))")" \
 	"$(matrix_rows bench | grep -vc '^p')"

@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Host tests of make bench's cache-model pieces on synthetic logs: the
+calibration judge (bench/cacheplug/check.py) and the pairing of the module's
+windows with the plugin's (bench/report.py's cachesim()).
+
+Prints "N passed, N failed" last and exits non-zero on any failure.
+"""
+
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench")
+sys.path.insert(0, BENCH)
+import report  # noqa: E402
+
+CALIB = """\
+calib: id=1 lines=256 passes=64 sum=16384
+calib: id=2 lines=16384 passes=8 sum=262144
+calib: id=3 lines=524288 passes=2 sum=3145728
+"""
+PLUGIN_OK = """\
+cacheplug: l1i=32768/8 l1d=49152/12 l2=2097152/16 (bytes/ways), 1 vCPUs
+cacheplug: id=1 insns=90379 l1i_miss=449 l1d_access=20563 l1d_miss=80 l2_access=529 l2_miss=1
+cacheplug: id=2 insns=660913 l1i_miss=9 l1d_access=134129 l1d_miss=131402 l2_access=131411 l2_miss=3
+cacheplug: id=3 insns=5295208 l1i_miss=29 l1d_access=1077390 l1d_miss=1051642 l2_access=1051671 l2_miss=1050708
+"""
+
+
+class CacheplugTest(unittest.TestCase):
+    def check(self, plugin, console=CALIB):
+        with tempfile.TemporaryDirectory() as d:
+            c, p = os.path.join(d, "c"), os.path.join(d, "p")
+            open(c, "w").write(console)
+            open(p, "w").write(plugin)
+            r = subprocess.run([sys.executable, os.path.join(BENCH, "cacheplug", "check.py"), c, p],
+                               capture_output=True, text=True)
+            return r.returncode, r.stdout + r.stderr
+
+    def test_calibration_passes(self):
+        rc, out = self.check(PLUGIN_OK)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("1048576 loads, 1051642 L1D and 1050708 L2 misses", out)
+
+    def test_calibration_small_l2_fails(self):
+        # What the model gives with a 64 KiB L2: window 2 misses L2 too.
+        bad = PLUGIN_OK.replace("l2_access=131411 l2_miss=3", "l2_access=131411 l2_miss=131554")
+        rc, out = self.check(bad)
+        self.assertEqual(rc, 1)
+        self.assertIn("window 2: 131554 L2 misses for 131072 loads", out)
+
+    def test_calibration_window_missing_fails(self):
+        rc, out = self.check("\n".join(PLUGIN_OK.splitlines()[:3]))
+        self.assertEqual(rc, 1)
+        self.assertIn("window 3 missing", out)
+
+    def test_windows_pair_with_loops_in_order(self):
+        with tempfile.TemporaryDirectory() as d:
+            # The console echoes each kernel line, dmesg prints it again.
+            console = ("[ 3.8] alloc_tag_bench: cachesim window=0 loop=kmalloc pairs=200\n"
+                       "[ 3.9] alloc_tag_bench: cachesim window=1 loop=page_batch pairs=40\n")
+            open(os.path.join(d, "cachesim-x.log"), "w").write(console + console)
+            open(os.path.join(d, "cachesim-x.plugin"), "w").write(
+                "cacheplug: id=0 insns=1000 l1i_miss=2 l1d_access=9 l1d_miss=4 l2_access=6 l2_miss=1\n"
+                "cacheplug: id=0 insns=4000 l1i_miss=8 l1d_access=9 l1d_miss=40 l2_access=48 l2_miss=20\n")
+            got = report.cachesim(d, "x")
+            self.assertEqual(got, {"kmalloc": (200, 1000, 2, 4, 1),
+                                   "page_batch": (40, 4000, 8, 40, 20)})
+            # A window without its loop line: nothing rather than a shifted table.
+            open(os.path.join(d, "cachesim-x.log"), "w").write(console.splitlines()[0] + "\n")
+            self.assertEqual(report.cachesim(d, "x"), {})
+
+    def test_cycle_model(self):
+        # 1000 instructions, 10 L1 misses of which 4 miss L2.
+        self.assertEqual(report.cycles(1000, 10, 4),
+                         1000 + 6 * report.L2_HIT_CYCLES + 4 * report.MEMORY_CYCLES)
+
+
+if __name__ == "__main__":
+    result = unittest.TextTestRunner(verbosity=1, stream=io.StringIO()).run(
+        unittest.defaultTestLoader.loadTestsFromTestCase(CacheplugTest))
+    bad = len(result.failures) + len(result.errors)
+    for _, tb in result.failures + result.errors:
+        print("FAIL", tb.splitlines()[-1])
+    print(f"host cacheplug: {result.testsRun - bad} passed, {bad} failed")
+    sys.exit(1 if bad else 0)
