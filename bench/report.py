@@ -348,6 +348,7 @@ def main():
         section(w, out, "prod-", prod)
         prod_targets(w, med, prod)
         itrace(w, out, "prod-")
+        write_cachesim(w, out, repo)
         prod_notes(w)
         w("")
     w("# Test config (continuity)\n")
@@ -545,8 +546,6 @@ def reads(w, out, prefix, data, names, base):
     if up and ro:
         w(f"\nFiltered ioctl read (ours) against a full text read of upstream 6.12: "
           f"{up[2] / ro[1]:.1f}x fewer instructions.")
-
-    write_cachesim(w, out, repo)
 
     w("\n## Memory\n")
     w("| configuration | page_ext bytes | slab ext bytes | tag section | percpu counters | text | data | bss |")
