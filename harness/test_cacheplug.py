@@ -73,6 +73,23 @@ class CacheplugTest(unittest.TestCase):
             open(os.path.join(d, "cachesim-x.log"), "w").write(console.splitlines()[0] + "\n")
             self.assertEqual(report.cachesim(d, "x"), {})
 
+    def test_report_writes_the_table(self):
+        # report.py end to end on one production log and two cachesim boots.
+        with tempfile.TemporaryDirectory() as d:
+            open(os.path.join(d, "prod-compiled-out.log"), "w").write(
+                "alloc_tag_bench: loop=kmalloc round=1 pairs=10 ns_per_pair=270.0\n")
+            for n, insns in (("prod-upstream-on", 4000), ("prod-rust-on", 3000)):
+                open(os.path.join(d, f"cachesim-{n}.log"), "w").write(
+                    "alloc_tag_bench: cachesim window=0 loop=kmalloc pairs=10\n")
+                open(os.path.join(d, f"cachesim-{n}.plugin"), "w").write(
+                    f"cacheplug: id=0 insns={insns} l1i_miss=1 l1d_access=9 l1d_miss=2 "
+                    "l2_access=3 l2_miss=1\n")
+            r = subprocess.run([sys.executable, os.path.join(BENCH, "report.py"), d,
+                                os.path.join(BENCH, "..")], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("| kmalloc | prod-rust-on | 300.0 | 0.10 | 0.20 | 0.10 |", r.stdout)
+            self.assertIn("- kmalloc: 0.40 against 0.40: met", r.stdout)
+
     def test_cycle_model(self):
         # 1000 instructions, 10 L1 misses of which 4 miss L2.
         self.assertEqual(report.cycles(1000, 10, 4),
@@ -83,7 +100,8 @@ if __name__ == "__main__":
     result = unittest.TextTestRunner(verbosity=1, stream=io.StringIO()).run(
         unittest.defaultTestLoader.loadTestsFromTestCase(CacheplugTest))
     bad = len(result.failures) + len(result.errors)
-    for _, tb in result.failures + result.errors:
-        print("FAIL", tb.splitlines()[-1])
+    for test, tb in result.failures + result.errors:
+        last = [l for l in tb.splitlines() if l.strip()][-1]
+        print(f"FAIL {test.id().rsplit('.', 1)[-1]}: {last[:300]}")
     print(f"host cacheplug: {result.testsRun - bad} passed, {bad} failed")
     sys.exit(1 if bad else 0)
