@@ -320,6 +320,11 @@ def main():
     w("# make bench results\n")
     w(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; commit {commit}")
     w(f"- host: {os.cpu_count()} cores, {cpu}, {platform.system()} {platform.release()}")
+    try:
+        # A partial re-run (BENCH_ONLY) says here which rows are newer.
+        w("- run note: " + open(os.path.join(out, "RUN-NOTE")).read().strip())
+    except OSError:
+        pass
     w("- kernel: Linux 6.12.118 (Debian linux-source-6.12), LLVM=-19, two configs: the "
       "**production config** (harness/kernel-prod.config on the test config: Debian 6.12 "
       "amd64's hot-path options: full SLUB with per-CPU partials, jump labels, -O2, "

@@ -123,6 +123,12 @@ if [ "${BENCH_ITRACE:-1}" != 0 ]; then
 	done
 fi
 
+# A whole run has no run note; BENCH_NOTE='...' gives a partial one its own.
+if [ -n "${BENCH_ONLY:-}" ]; then
+	echo "${BENCH_NOTE:-only the configurations matching $BENCH_ONLY were booted in this run; the other rows are from earlier runs}" > "$out/RUN-NOTE"
+else
+	rm -f "$out/RUN-NOTE"
+fi
 python3 "$B/report.py" "$out" "$REPO" > "$B/RESULTS.md" || exit 1
 echo "bench: wrote bench/RESULTS.md"
 sed -n '/^## Loops/,/^## Memory/p' "$B/RESULTS.md" | awk 'NR <= 30'
