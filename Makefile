@@ -203,6 +203,7 @@ rustfmtcheck: tree
 
 # Overhead side by side with upstream C, in one run: writes bench/RESULTS.md.
 bench: setup pristine
+	@SETUP_BENCH=1 $(PHASE) setup $(H)/setup.sh
 	@$(PHASE) bench $(REPO)/bench/run.sh
 
 # The patch stack as a numbered series with a cover letter, checked (git am

@@ -158,6 +158,60 @@ def write_cachesim(w, out, repo):
                 w(f"- {l}: {a:.2f} against {b:.2f}: {'met' if a < b else 'missed'}")
 
 
+def macro(out, name):
+    """{workload: (runs, median, min, max)} of macro-NAME's boot (bench/macro_time)."""
+    res = {}
+    try:
+        with open(os.path.join(out, f"macro-{name}.log"), errors="replace") as f:
+            for line in f:
+                m = re.match(r"macro: what=(\S+) runs=(\d+) median_ns=(\d+) min_ns=(\d+) "
+                             r"max_ns=(\d+)", line.strip())
+                if m:
+                    res[m.group(1)] = tuple(int(x) for x in m.groups()[1:])
+    except OSError:
+        pass
+    return res
+
+
+MACRO_GOAL = ("hackbench", "prod-rust-on", 1.0)  # ours on within +1% of compiled out
+
+
+def write_macro(w, out, repo):
+    names = [r.split("|")[1] for r in open(os.path.join(repo, "harness", "matrix")).read().splitlines()
+             if r.startswith("macro|")]
+    data = {n: macro(out, n) for n in names}
+    data = {n: d for n, d in data.items() if d}
+    if not data:
+        return
+    work = sorted({k for d in data.values() for k in d})
+    base = data.get("prod-compiled-out", {})
+    w("\n## Macro benchmark (whole runs, guest instructions)\n")
+    w("Debian 12's hackbench (rt-tests: `-g 2 -l 100`, 80 processes passing 100-byte messages "
+      "over sockets) and stress-ng's mmap stressor (`--mmap 1 --mmap-bytes 2M --mmap-ops 10`), "
+      "the binaries and shared libraries the host installed, run in the VM (`-smp 2`, "
+      "`-icount shift=0,sleep=off`) by bench/macro_time.c: one warm-up run, then 5 timed, "
+      "median shown, spread = (max-min)/median. The guest clock counts instructions of both "
+      "vCPUs and skips idle time to the next timer: instructions, not cycles, and cache "
+      "misses are invisible here.\n")
+    w("| configuration | " + " | ".join(f"{k} (M instr.) | against compiled out | spread" for k in work) + " |")
+    w("|---|" + "---|---|---|" * len(work))
+    for n, d in data.items():
+        cells = []
+        for k in work:
+            if k not in d:
+                cells += ["", "", ""]
+                continue
+            runs, med, lo, hi = d[k]
+            vs = pct(med, base[k][1]) if k in base else ""
+            cells += [f"{med / 1e6:.1f}", vs, f"{(hi - lo) / med * 100:.1f}%"]
+        w(f"| {n} | " + " | ".join(cells) + " |")
+    k, cfg, goal = MACRO_GOAL
+    if k in base and k in data.get(cfg, {}):
+        over = (data[cfg][k][1] / base[k][1] - 1) * 100
+        w(f"\nGoal: {k} on {cfg} within +{goal:.0f}% of compiled out: {over:+.2f}%, "
+          f"{'met' if over <= goal else 'missed'} (the spread of a configuration's runs is beside it).")
+
+
 def sh(*cmd):
     try:
         return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout.strip()
@@ -354,6 +408,7 @@ def main():
         prod_targets(w, med, prod)
         itrace(w, out, "prod-")
         write_cachesim(w, out, repo)
+        write_macro(w, out, repo)
         prod_notes(w)
         w("")
     w("# Test config (continuity)\n")

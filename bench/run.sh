@@ -105,6 +105,35 @@ dmesg | grep "alloc_tag_bench: cachesim"' \
 	done
 fi
 
+# The macro benchmark (BENCH_MACRO=0 skips it): whole runs of Debian's
+# hackbench (rt-tests) and of stress-ng's mmap stressor, by macro_time, in
+# the configurations named by harness/matrix's macro rows, under -icount.
+# The programs and their shared libraries go into the VM as they are
+# installed here (bench/macro-root.sh); the loader runs them.
+if [ "${BENCH_MACRO:-1}" != 0 ]; then
+	m=$out/macro-extra
+	"$B/macro-root.sh" "$m" > "$out/macro-root.log" 2>&1 ||
+		{ echo "bench: macro: no root, see $out/macro-root.log"; exit 1; }
+	for name in $(matrix_rows macro); do
+		[[ -n "${BENCH_ONLY:-}" && ! "$name" =~ ${BENCH_ONLY} ]] && continue
+		c=$(matrix_bench "$name") || { echo "bench: macro $name: no such configuration"; exit 1; }
+		IFS='|' read -r base variant append <<< "$c"
+		w=$CACHE_DIR/$base${variant:+-$variant}
+		[ -f "$w/build/arch/x86/boot/bzImage" ] ||
+			{ echo "bench: macro $name: not built (run make bench without BENCH_ONLY)"; exit 1; }
+		echo "== bench: macro $name"
+		CMD="$(cat "$B/macro.cmd")" EXTRA=$m BASE=$base W=$w OUT=$w/build SRC=$CACHE_DIR/$base/src \
+			BOOT_TIMEOUT=1800 APPEND="$append" "$REPO/harness/vm.sh" run > "$out/macro-$name.log" 2>&1 ||
+			{ echo "bench: macro boot $name failed:"; tail -n 20 "$out/macro-$name.log"; exit 1; }
+		grep "^macro: " "$out/macro-$name.log" | sed "s/^/bench: $name: /"
+		if grep -q "^macro: .*failed" "$out/macro-$name.log" ||
+			[ "$(grep -c "^macro: what=.* median_ns=" "$out/macro-$name.log")" != 2 ]; then
+			echo "bench: macro $name: a workload failed or did not run"
+			exit 1
+		fi
+	done
+fi
+
 # Where the instructions go, per function, on the production config:
 # bench/itrace.sh single-steps ITRACE_PAIRS pairs of a loop (BENCH_ITRACE=0
 # skips it); the configurations named by harness/matrix's itrace rows;

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Host tests of make bench's cache-model pieces on synthetic logs: the
-calibration judge (bench/cacheplug/check.py) and the pairing of the module's
-windows with the plugin's (bench/report.py's cachesim()).
+"""Host tests of make bench's cache-model and macro pieces on synthetic logs:
+the calibration judge (bench/cacheplug/check.py), the pairing of the
+module's windows with the plugin's (bench/report.py's cachesim()) and the
+macro table (bench/report.py's write_macro()).
 
 Prints "N passed, N failed" last and exits non-zero on any failure.
 """
@@ -94,6 +95,35 @@ class CacheplugTest(unittest.TestCase):
         # 1000 instructions, 10 L1 misses of which 4 miss L2.
         self.assertEqual(report.cycles(1000, 10, 4),
                          1000 + 6 * report.L2_HIT_CYCLES + 4 * report.MEMORY_CYCLES)
+
+    def macro_report(self, logs):
+        with tempfile.TemporaryDirectory() as d:
+            for n, text in logs.items():
+                open(os.path.join(d, f"macro-{n}.log"), "w").write(text)
+            lines = []
+            report.write_macro(lines.append, d, os.path.join(BENCH, ".."))
+            return "\n".join(lines)
+
+    @staticmethod
+    def macro_line(what, med, lo, hi):
+        return f"macro: what={what} runs=5 median_ns={med} min_ns={lo} max_ns={hi}\n"
+
+    def test_macro_table_and_goal(self):
+        out = self.macro_report({
+            "prod-compiled-out": "console noise\n" + self.macro_line("hackbench", 2000000000, 1990000000,
+                                                                     2010000000),
+            "prod-rust-on": self.macro_line("hackbench", 2030000000, 2000000000, 2040000000)})
+        self.assertIn("| prod-compiled-out | 2000.0 | +0.0% | 1.0% |", out)
+        self.assertIn("| prod-rust-on | 2030.0 | +1.5% | 2.0% |", out)
+        self.assertIn("within +1% of compiled out: +1.50%, missed", out)
+
+    def test_macro_failed_run_gives_no_row(self):
+        out = self.macro_report({
+            "prod-compiled-out": self.macro_line("hackbench", 100, 100, 100),
+            "prod-rust-on": "macro: what=hackbench failed: exit status 1\n"})
+        self.assertIn("| prod-compiled-out |", out)
+        self.assertNotIn("| prod-rust-on |", out)
+        self.assertNotIn("Goal:", out)
 
 
 if __name__ == "__main__":
