@@ -186,13 +186,15 @@ def write_macro(w, out, repo):
     work = sorted({k for d in data.values() for k in d})
     base = data.get("prod-compiled-out", {})
     w("\n## Macro benchmark (whole runs, guest instructions)\n")
-    w("Debian 12's hackbench (rt-tests: `-g 2 -l 100`, 80 processes passing 100-byte messages "
-      "over sockets) and stress-ng's mmap stressor (`--mmap 1 --mmap-bytes 2M --mmap-ops 10`), "
-      "the binaries and shared libraries the host installed, run in the VM (`-smp 2`, "
-      "`-icount shift=0,sleep=off`) by bench/macro_time.c: one warm-up run, then 5 timed, "
-      "median shown, spread = (max-min)/median. The guest clock counts instructions of both "
-      "vCPUs and skips idle time to the next timer: instructions, not cycles, and cache "
-      "misses are invisible here.\n")
+    w("Debian 12's hackbench (rt-tests: `-p -g 2 -l 1000`, 80 processes passing 1,000 "
+      "100-byte messages each through pipes; the test kernels have no AF_UNIX) and stress-ng's "
+      "mmap stressor (`--mmap 1 --mmap-bytes 2M --mmap-ops 10`), the binaries and shared "
+      "libraries the host installed, run in the VM by bench/macro_time.c: one warm-up run, "
+      "then 11 timed, median shown, spread = (max-min)/median. One vCPU (`-smp 1`, "
+      "MACRO_SMP): with two, hackbench's runs spread by 10%, with one by 2-3%, and the medians "
+      "of three boots of one kernel within 0.6% of each other. `-icount shift=0,sleep=off`: "
+      "the guest clock counts instructions and skips idle time to the next timer: "
+      "instructions, not cycles, and cache misses are invisible here.\n")
     w("| configuration | " + " | ".join(f"{k} (M instr.) | against compiled out | spread" for k in work) + " |")
     w("|---|" + "---|---|---|" * len(work))
     for n, d in data.items():
