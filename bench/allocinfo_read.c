@@ -23,25 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_time.h"
+
 #include <linux/alloc_tag.h>
 
 #define READS 21
 #define BATCH 256
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	long long x = *(const long long *)a, y = *(const long long *)b;
-
-	return (x > y) - (x < y);
-}
 
 /*
  * One walk of an open /proc/allocinfo: how many rows (text) or records

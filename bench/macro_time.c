@@ -19,22 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_time.h"
+
 #define MAX_RUNS 101
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	long long x = *(const long long *)a, y = *(const long long *)b;
-
-	return (x > y) - (x < y);
-}
 
 /* One run of @argv, its output to /dev/null; 0, or -1 having said why. */
 static int run(const char *name, char **argv)
