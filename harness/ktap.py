@@ -63,6 +63,51 @@ FUZZ_EXPECTED_WARNINGS = [
 ]
 # A line of the fuzz driver's operation log: "fuzz: w<worker> #<seq> ...".
 FUZZ_OP = re.compile(r"^fuzz: w-?\d+ #\d+ ")
+FUZZ_WORKER_OP = re.compile(r"^fuzz: (w-?\d+) #\d+ (.*)$")
+
+# A race of upstream 6.12 between module unload and debugfs open, outside
+# the profiler.  delete_module() takes the module's last reference
+# (try_release_module_ref() leaves refcnt at 0) before it marks the module
+# GOING (try_stop_module()); an open of one of the module's debugfs files
+# in between finds try_module_get() failing on a module still LIVE, and
+# full_proxy_open() WARNs "did not clean up at exit", a case its GOING test
+# (upstream's fix for the same false report, 2020) does not cover.  Only
+# an unload that went through can open the window (refcnt reaches 0 only
+# then), so the judge lets this warning pass only when the log shows one:
+# some worker's last operation before the report is "module: unload M" and
+# its next after the report is "module: unload M: 0", M among the modules
+# the report lists.  Anything else (no unload in flight, one that failed,
+# a module no longer loaded) stays a failure: a module that really left a
+# file behind.
+DEBUGFS_OWNER = re.compile(r"debugfs file owner did not clean up at exit: ")
+LINKED = re.compile(r"Modules linked in: (.*)$")
+
+
+def unload_in_flight(lines, start, end):
+    """True if a module the report lists was being unloaded, successfully,
+    by one fuzz worker across lines start..end (the WARNING's block)."""
+    listed = set()
+    for line in lines[start:min(len(lines), end + 40)]:
+        m = LINKED.search(line)
+        if m:
+            listed = {re.sub(r"\(.*", "", w) for w in m.group(1).split()
+                      if not w.startswith("[")}
+            break
+    last = {}  # worker -> its last operation before the report
+    for line in lines[:start]:
+        m = FUZZ_WORKER_OP.match(line)
+        if m:
+            last[m.group(1)] = m.group(2)
+    nxt = {}  # worker -> its first operation after the report
+    for line in lines[end + 1:]:
+        m = FUZZ_WORKER_OP.match(line)
+        if m and m.group(1) not in nxt:
+            nxt[m.group(1)] = m.group(2)
+    for w, op in last.items():
+        m = re.fullmatch(r"module: unload (\S+)", op)
+        if m and m.group(1) in listed and nxt.get(w) == f"module: unload {m.group(1)}: 0":
+            return True
+    return False
 
 # Warnings the suite provokes on purpose: upstream 6.12 WARNs once per live
 # tag when a module with live allocations unloads (module_unload checks the
@@ -290,6 +335,8 @@ def judge(path, name, kunit, expect, fuzz=False, store=None):
                 block = "\n".join(lines[start:i + 1])
                 expected = EXPECTED_WARNINGS + (FUZZ_EXPECTED_WARNINGS if fuzz else [])
                 if any(e.search(block) for e in expected):
+                    break
+                if fuzz and DEBUGFS_OWNER.search(block) and unload_in_flight(lines, start, i):
                     break
                 if JUMP_LABEL_UNWIND.search(block) and any(
                         JUMP_LABEL_ADD_FAILED.search(l) for l in lines[max(0, start - 80):start]):

@@ -249,6 +249,52 @@ ALLOCPROF: selftest page_store exit 0
         self.assertEqual(self.fuzz_judge(log).failures, [])
         self.assertFailure(self.fuzz_judge(log, fuzz=False), "WARNING")
 
+    # Seed 7's report (make fuzz, 2026-12-06): an open of a test module's
+    # debugfs file while another worker's unload of it had taken its last
+    # reference but not yet marked it GOING (ktap.DEBUGFS_OWNER).
+    DEBUGFS_RACE = (
+        "[   85.97] fuzz: w0 #1108 module: unload alloc_tag_test\n"
+        "[   85.97] fuzz: w3 #1272 ctl: capture_pages_tails 3\n"
+        "[   85.97] ------------[ cut here ]------------\n"
+        "[   85.98] debugfs file owner did not clean up at exit: ctl\n"
+        "[   85.98] WARNING: CPU: 0 PID: 68 at fs/debugfs/file.c:419 full_proxy_open+0x176/0x3a0\n"
+        "[   85.98] Modules linked in: alloc_tag_test(O) [last unloaded: alloc_tag_rust_test(O)]\n"
+        "[   85.99] ---[ end trace 0000000000000000 ]---\n"
+        "[   86.01] fuzz: w3 #1273 ctl: kmalloc 10 1\n"
+        "RESULT")
+
+    def debugfs_race(self, result, **kw):
+        log = self.DEBUGFS_RACE.replace("RESULT", result)
+        return self.fuzz_judge(self.FUZZ.replace("TAP version", log + "TAP version"), **kw)
+
+    def test_fuzz_debugfs_open_racing_an_unload_that_went_through(self):
+        ok = "[   86.89] fuzz: w0 #1109 module: unload alloc_tag_test: 0\n"
+        self.assertEqual(self.debugfs_race(ok).failures, [])
+        self.assertFailure(self.debugfs_race(ok, fuzz=False), "WARNING")
+
+    def test_fuzz_debugfs_owner_warning_without_an_unload_through(self):
+        # No result logged (a driver before 2026-12-06), an unload that
+        # failed (the module stayed: a real leak of its files would WARN
+        # like this), another worker's op first, another module.
+        for result in ("",
+                       "[   86.89] fuzz: w0 #1109 module: unload alloc_tag_test: -11\n",
+                       "[   86.89] fuzz: w0 #1109 ctl: kmalloc 1 1\n"
+                       "[   86.90] fuzz: w0 #1110 module: unload alloc_tag_test: 0\n",
+                       "[   86.89] fuzz: w0 #1109 module: unload alloc_tag_tes: 0\n"):
+            self.assertFailure(self.debugfs_race(result), "WARNING")
+        # The unload had finished before the open: the module is gone.
+        done = self.DEBUGFS_RACE.replace(
+            "ctl: capture_pages_tails 3\n",
+            "ctl: capture_pages_tails 3\n[   85.97] fuzz: w0 #1109 module: unload alloc_tag_test: 0\n")
+        log = self.FUZZ.replace("TAP version", done.replace("RESULT", "") + "TAP version")
+        self.assertFailure(self.fuzz_judge(log), "WARNING")
+        # Not listed among the modules loaded when it WARNed.
+        other = self.DEBUGFS_RACE.replace("Modules linked in: alloc_tag_test(O)",
+                                          "Modules linked in: alloc_tag_test_hold(O)")
+        log = self.FUZZ.replace("TAP version", other.replace(
+            "RESULT", "[   86.89] fuzz: w0 #1109 module: unload alloc_tag_test: 0\n") + "TAP version")
+        self.assertFailure(self.fuzz_judge(log), "WARNING")
+
     def test_fuzz_report_after_an_operation(self):
         log = self.FUZZ.replace("TAP version", "[   22.7] BUG: KASAN: use-after-free in f\nTAP version")
         self.assertFailure(self.fuzz_judge(log), "KASAN")
