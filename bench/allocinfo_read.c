@@ -5,14 +5,16 @@
  *   allocinfo_read: rows=<n> bytes=<n> median_ns=<n> min_ns=<n> max_ns=<n>
  * then, where the kernel has the ioctls, READS walks of every tag by
  * ALLOCINFO_IOC_GET_NEXT, READS by ALLOCINFO_IOC_GET_BATCH of BATCH records
- * (where the kernel has it), and READS filtered reads (GET_AT + GET_NEXT
+ * (where the kernel has it), READS of counter records only by GET_BATCH with
+ * ALLOCINFO_BATCH_COUNTERS (where it has that), and READS filtered reads (GET_AT + GET_NEXT
  * with a filename filter, the ioctl form of `grep mm/slub.c /proc/allocinfo`):
- *   allocinfo_ioctl: what=<all|batch|file:NAME> tags=<n> median_ns=<n> min_ns=<n> max_ns=<n>
+ *   allocinfo_ioctl: what=<all|batch|counters|file:NAME> tags=<n> median_ns=<n> min_ns=<n> max_ns=<n>
  * Under QEMU -icount shift=0 nanoseconds are guest instructions.
  *
  * `allocinfo_read batch [N]` makes one untimed walk by batches of N (BATCH
  * if not given) and prints the records it got: the loop bench/itrace.sh
- * traces, with nothing else on the path.
+ * traces, with nothing else on the path; `counters [N]` the same with
+ * counter records.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -121,6 +123,32 @@ static long batch_walk(int fd, const void *arg, long *bytes)
 	return tags;
 }
 
+#ifdef ALLOCINFO_BATCH_COUNTERS
+/*
+ * Every tag's counters by GET_BATCH of *@arg counter records (@records
+ * holds them): the walk of a reader that has the names of this content id,
+ * as allocinfo watch between its named walks.
+ */
+static long counters_walk(int fd, const void *arg, long *bytes)
+{
+	unsigned int max = *(const unsigned int *)arg;
+	struct allocinfo_batch b;
+	long tags = 0;
+
+	do {
+		memset(&b, 0, sizeof(b));
+		b.records = (unsigned long)records;
+		b.record_size = sizeof(struct allocinfo_counter_record);
+		b.max = max;
+		b.flags = ALLOCINFO_BATCH_COUNTERS;
+		if (ioctl(fd, ALLOCINFO_IOC_GET_BATCH, &b))
+			return -1;
+		tags += b.count;
+	} while (b.count == max);
+	return tags;
+}
+#endif
+
 static void report(const char *what, long tags, const long long *t)
 {
 	printf("allocinfo_ioctl: what=%s tags=%ld median_ns=%lld min_ns=%lld max_ns=%lld\n",
@@ -144,8 +172,16 @@ int main(int argc, char **argv)
 	if (argc > 1) {
 		int fd;
 
-		if (strcmp(argv[1], "batch")) {
-			fprintf(stderr, "usage: allocinfo_read [batch [N]]\n");
+		walk_fn walk = NULL;
+
+		if (!strcmp(argv[1], "batch"))
+			walk = batch_walk;
+#ifdef ALLOCINFO_BATCH_COUNTERS
+		else if (!strcmp(argv[1], "counters"))
+			walk = counters_walk;
+#endif
+		if (!walk) {
+			fprintf(stderr, "usage: allocinfo_read [batch|counters [N]]\n");
 			return 2;
 		}
 		fd = open("/proc/allocinfo", O_RDONLY);
@@ -153,8 +189,8 @@ int main(int argc, char **argv)
 			perror("/proc/allocinfo");
 			return 1;
 		}
-		n = batch_walk(fd, &batch, &bytes);
-		printf("allocinfo_read: batch=%u records=%ld%s\n", batch, n,
+		n = walk(fd, &batch, &bytes);
+		printf("allocinfo_read: %s=%u records=%ld%s\n", argv[1], batch, n,
 		       n < 0 ? " (no GET_BATCH)" : "");
 		return n < 0;
 	}
@@ -171,6 +207,11 @@ int main(int argc, char **argv)
 	n = time_walks(batch_walk, &batch, t, &bytes);
 	if (n >= 0)
 		report("batch", n, t);
+#ifdef ALLOCINFO_BATCH_COUNTERS
+	n = time_walks(counters_walk, &batch, t, &bytes);
+	if (n >= 0)
+		report("counters", n, t);
+#endif
 	n = time_walks(next_walk, slub, t, &bytes);
 	if (n >= 0)
 		report("file:mm/slub.c", n, t);

@@ -3,7 +3,10 @@
 //! tags read as binary records, with module and minimum size filters applied by the kernel, so no
 //! text is formatted or parsed. Records come many per call through ALLOCINFO_IOC_GET_BATCH where
 //! the kernel has it (ours), one per call through GET_NEXT where it does not (upstream's).
+//! [`Sampler`] reads the same tags again and again, as `watch` does: names once per content id,
+//! then records of counters only, joined by tag id (ALLOCINFO_BATCH_COUNTERS).
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -73,6 +76,26 @@ struct RawBatch {
     content_id: u64,
 }
 
+/// `struct allocinfo_tag_record`: GET_BATCH's record with ALLOCINFO_BATCH_TAG_ID.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawTagRecord {
+    data: RawTagData,
+    tag_id: u64,
+}
+
+/// `struct allocinfo_counter_record`: GET_BATCH's record with ALLOCINFO_BATCH_COUNTERS.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawCounterRecord {
+    tag_id: u64,
+    counter: RawCounter,
+}
+
+const BATCH_TAG_ID: u32 = 1 << 0;
+const BATCH_COUNTERS: u32 = 1 << 1;
+const BATCH_RESTART: u32 = 1 << 2;
+
 // The sizes are part of the command numbers: check them against the header's.
 const _: () = assert!(std::mem::size_of::<RawTag>() == 200);
 const _: () = assert!(std::mem::size_of::<RawCounter>() == 24);
@@ -80,6 +103,8 @@ const _: () = assert!(std::mem::size_of::<RawTagData>() == 224);
 const _: () = assert!(std::mem::size_of::<RawFilter>() == 232);
 const _: () = assert!(std::mem::size_of::<RawGetAt>() == 464);
 const _: () = assert!(std::mem::size_of::<RawBatch>() == 32);
+const _: () = assert!(std::mem::size_of::<RawTagRecord>() == 232);
+const _: () = assert!(std::mem::size_of::<RawCounterRecord>() == 32);
 
 const FILTER_MODNAME: u64 = 1 << 0;
 const FILTER_MIN_SIZE: u64 = 1 << 5;
@@ -148,6 +173,8 @@ pub enum IoctlError {
     Unsupported,
     /// Modules kept loading or unloading during every walk.
     Unstable,
+    /// GET_BATCH without the record flags (a kernel before them): read by [`read`] instead.
+    NoSampling,
     Io(io::Error),
 }
 
@@ -264,6 +291,189 @@ fn batches(file: &File, record: &mut impl FnMut(&RawTagData)) -> Result<bool, Io
     }
 }
 
+/// One GET_BATCH with `flags` into `buf`: the records written and the content id they were read
+/// under.
+fn get_batch<T: Copy>(file: &File, buf: &mut [T], flags: u32) -> io::Result<(usize, u64)> {
+    let mut b = RawBatch {
+        records: buf.as_mut_ptr() as u64,
+        record_size: std::mem::size_of::<T>() as u32,
+        max: buf.len() as u32,
+        flags,
+        count: 0,
+        content_id: 0,
+    };
+    call(file, GET_BATCH, &mut b)?;
+    Ok(((b.count as usize).min(buf.len()), b.content_id))
+}
+
+/// A row from a named record's row and a counter record.
+fn with_counter(named: &Row, c: &RawCounter) -> Row {
+    Row {
+        bytes: i64::from_ne_bytes(c.bytes.to_ne_bytes()),
+        calls: c.calls,
+        site: named.site.clone(),
+        fields: if c.accurate != 0 {
+            Vec::new()
+        } else {
+            vec![("accurate".to_string(), "no".to_string())]
+        },
+    }
+}
+
+/// The names of the tags of one content id.
+struct Names {
+    content_id: u64,
+    /// Each tag id's row as the named walk read it.
+    rows: HashMap<u64, Row>,
+    maybe_cut: bool,
+}
+
+/// Reads the tags of an open /proc/allocinfo that pass a filter, again and again: a walk of named
+/// records once per content id, and between, walks of counter records whose tag ids name the rows
+/// of the last named walk. A tag id it has no name for (a Rust call site that allocated for the
+/// first time, which changes no content id) makes it read the names again.
+pub struct Sampler {
+    file: File,
+    filter: KernelFilter,
+    /// Whether the file holds the filter (a GET_AT that found a tag).
+    filtered: bool,
+    names: Option<Names>,
+}
+
+impl Sampler {
+    /// Opens `path` (/proc/allocinfo) for sampling with `filter`.
+    pub fn open(path: &std::path::Path, filter: &KernelFilter) -> Result<Sampler, IoctlError> {
+        let file = File::open(path).map_err(IoctlError::Io)?;
+        content_id(&file)?;
+        Ok(Sampler {
+            file,
+            filter: filter.clone(),
+            filtered: false,
+            names: None,
+        })
+    }
+
+    /// Gives the file its filter with a GET_AT; false if no tag passes it (then the file has
+    /// none, and nothing is read).
+    fn set_filter(&mut self) -> Result<bool, IoctlError> {
+        if self.filtered {
+            return Ok(true);
+        }
+        // SAFETY: all-zero bytes are a valid value of this plain-data structure.
+        let mut get_at: RawGetAt = unsafe { std::mem::zeroed() };
+        get_at.filter = self.filter.raw();
+        match call(&self.file, GET_AT, &mut get_at) {
+            Ok(()) => {
+                self.filtered = true;
+                Ok(true)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+            Err(e) => Err(IoctlError::Io(e)),
+        }
+    }
+
+    /// A walk of named records with tag ids from the first tag; None if a module came or went.
+    fn named_walk(&mut self, id: u64) -> Result<Option<(Vec<Row>, bool)>, IoctlError> {
+        // SAFETY: all-zero bytes are a valid value of this plain-data structure.
+        let mut buf: Vec<RawTagRecord> = vec![unsafe { std::mem::zeroed() }; BATCH];
+        let mut names = Names {
+            content_id: id,
+            rows: HashMap::new(),
+            maybe_cut: false,
+        };
+        let mut rows = Vec::new();
+        let mut flags = BATCH_TAG_ID | BATCH_RESTART;
+        loop {
+            let (n, cid) = match get_batch(&self.file, &mut buf, flags) {
+                Ok(r) => r,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOTTY)) => {
+                    return Err(IoctlError::NoSampling)
+                }
+                Err(e) => return Err(IoctlError::Io(e)),
+            };
+            if cid != id {
+                return Ok(None);
+            }
+            for r in &buf[..n] {
+                let (row, cut) = row(&r.data);
+                names.maybe_cut |= cut;
+                names.rows.insert(r.tag_id, row.clone());
+                rows.push(row);
+            }
+            if n < BATCH {
+                break;
+            }
+            flags = BATCH_TAG_ID;
+        }
+        let cut = names.maybe_cut;
+        self.names = Some(names);
+        Ok(Some((rows, cut)))
+    }
+
+    /// A walk of counter records from the first tag, named by the last named walk; None if a
+    /// module came or went, or a tag has no name yet.
+    fn counters_walk(&self, names: &Names) -> Result<Option<(Vec<Row>, bool)>, IoctlError> {
+        // SAFETY: all-zero bytes are a valid value of this plain-data structure.
+        let mut buf: Vec<RawCounterRecord> = vec![unsafe { std::mem::zeroed() }; BATCH];
+        let mut rows = Vec::with_capacity(names.rows.len());
+        let mut flags = BATCH_COUNTERS | BATCH_RESTART;
+        loop {
+            let (n, cid) = get_batch(&self.file, &mut buf, flags).map_err(IoctlError::Io)?;
+            if cid != names.content_id {
+                return Ok(None);
+            }
+            for r in &buf[..n] {
+                let Some(named) = names.rows.get(&r.tag_id) else {
+                    return Ok(None);
+                };
+                rows.push(with_counter(named, &r.counter));
+            }
+            if n < BATCH {
+                break;
+            }
+            flags = BATCH_COUNTERS;
+        }
+        Ok(Some((rows, names.maybe_cut)))
+    }
+
+    /// One sample: every tag that passes the filter, with its counters now. The bool is true
+    /// when some name may have been cut.
+    pub fn sample(&mut self) -> Result<(Profile, bool), IoctlError> {
+        let profile = |rows| Profile {
+            version: Version::V2_0,
+            snapshot: None,
+            rows,
+        };
+        for _ in 0..5 {
+            let before = content_id(&self.file)?;
+            if !self.set_filter()? {
+                if content_id(&self.file)? == before {
+                    return Ok((profile(Vec::new()), false));
+                }
+                continue;
+            }
+            let mut got = match self.names.take() {
+                Some(names) if names.content_id == before => {
+                    let got = self.counters_walk(&names)?;
+                    self.names = Some(names);
+                    got
+                }
+                _ => None,
+            };
+            if got.is_none() {
+                got = self.named_walk(before)?;
+            }
+            if let Some((rows, cut)) = got {
+                if content_id(&self.file)? == before {
+                    return Ok((profile(rows), cut));
+                }
+            }
+            self.names = None;
+        }
+        Err(IoctlError::Unstable)
+    }
+}
+
 /// Reads every tag of `file` (an open /proc/allocinfo) that passes `filter`, retrying when a
 /// module came or went during the walk. The bool is true when a name filled its whole buffer:
 /// the kernel keeps the last 63 bytes of a longer name, so such a name may be a tail.
@@ -306,6 +516,26 @@ mod tests {
         d.counter.calls = u64::MAX;
         d.counter.accurate = accurate;
         d
+    }
+
+    #[test]
+    fn counter_records_take_the_named_rows_site() {
+        let (named, _) = row(&data("ext4", "fs/ext4/super.c", 9, 64, 1));
+        let c = RawCounter {
+            bytes: u64::from_ne_bytes((-128i64).to_ne_bytes()),
+            calls: 3,
+            accurate: 0,
+            _pad: [0; 7],
+        };
+        let r = with_counter(&named, &c);
+        assert_eq!(r.site, named.site);
+        assert_eq!((r.bytes, r.calls, r.accurate()), (-128, 3, false));
+        assert_eq!(r.tag_text(), "fs/ext4/super.c:9 [ext4] func:f accurate:no");
+        let c = RawCounter { accurate: 1, ..c };
+        assert_eq!(
+            with_counter(&named, &c).tag_text(),
+            "fs/ext4/super.c:9 [ext4] func:f"
+        );
     }
 
     #[test]

@@ -85,7 +85,8 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
                 ));
             }
             let source = live(&args.filter.module, None)?;
-            cmd::watch::run(&mut || source.read(), args, cli.json, out)
+            let mut sampler = source.sampler();
+            cmd::watch::run(&mut || sampler.read(), args, cli.json, out)
         }
         Command::Export(args) => {
             let now = timestamp::now_unix_ms();

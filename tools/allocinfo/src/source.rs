@@ -101,19 +101,7 @@ impl Source {
                     self.used_ioctl.set(true);
                     return Ok(p);
                 }
-                Err(e) if self.mode == SourceMode::Ioctl => {
-                    return Err(Error::Refused(match e {
-                        IoctlError::Unsupported => format!(
-                            "{PROC_ALLOCINFO}: this kernel has no allocinfo ioctls (they came \
-                             with Linux 7.3); --source text reads the text"
-                        ),
-                        IoctlError::Unstable => format!(
-                            "{PROC_ALLOCINFO}: modules were loaded or unloaded during each of \
-                             5 walks"
-                        ),
-                        IoctlError::Io(e) => format!("{PROC_ALLOCINFO}: ioctl: {e}"),
-                    }))
-                }
+                Err(e) if self.mode == SourceMode::Ioctl => return Err(refused(e)),
                 // auto: the text always works and has every name in full.
                 Err(_) => {}
             }
@@ -140,7 +128,69 @@ impl Source {
     }
 }
 
+/// Why `--source ioctl` could not read.
+fn refused(e: IoctlError) -> Error {
+    Error::Refused(match e {
+        IoctlError::Unsupported => format!(
+            "{PROC_ALLOCINFO}: this kernel has no allocinfo ioctls (they came with Linux 7.3); \
+             --source text reads the text"
+        ),
+        IoctlError::Unstable => {
+            format!("{PROC_ALLOCINFO}: modules were loaded or unloaded during each of 5 walks")
+        }
+        IoctlError::NoSampling => format!("{PROC_ALLOCINFO}: no batch record flags"),
+        IoctlError::Io(e) => format!("{PROC_ALLOCINFO}: ioctl: {e}"),
+    })
+}
+
+/// Reads one source again and again (`watch`): through the ioctls, with an open file that keeps
+/// the names of the tags between samples ([`ioctl::Sampler`]); as [`Source::read`] where the
+/// kernel has no record flags, and for the text.
+pub struct Sampler<'a> {
+    source: &'a Source,
+    ioctl: Option<ioctl::Sampler>,
+    tried: bool,
+}
+
+impl Sampler<'_> {
+    /// Reads one sample.
+    pub fn read(&mut self) -> Result<Profile> {
+        let s = self.source;
+        if s.mode != SourceMode::Text && s.is_proc() {
+            if !self.tried {
+                self.tried = true;
+                self.ioctl = ioctl::Sampler::open(&s.path, &s.kernel_filter).ok();
+            }
+            if let Some(sampler) = self.ioctl.as_mut() {
+                s.used_ioctl.set(false);
+                match sampler.sample() {
+                    // auto: a name that may be cut is read in full from the text instead.
+                    Ok((_, true)) if s.mode == SourceMode::Auto => {}
+                    Ok((p, _)) => {
+                        s.used_ioctl.set(true);
+                        return Ok(p);
+                    }
+                    // A kernel whose GET_BATCH has no record flags: read as read() does.
+                    Err(IoctlError::NoSampling) => self.ioctl = None,
+                    Err(e) if s.mode == SourceMode::Ioctl => return Err(refused(e)),
+                    Err(_) => {}
+                }
+            }
+        }
+        s.read()
+    }
+}
+
 impl Source {
+    /// A reader of samples of this source.
+    pub fn sampler(&self) -> Sampler<'_> {
+        Sampler {
+            source: self,
+            ioctl: None,
+            tried: false,
+        }
+    }
+
     fn io_error(&self, e: io::Error) -> Error {
         let proc = self.is_proc();
         let hint = match e.kind() {
