@@ -104,50 +104,35 @@ static long next_walk(int fd, const void *arg, long *bytes)
 
 static struct allocinfo_tag_data *records;
 
-/* Every tag by GET_BATCH of *@arg records (@records holds them). */
+/* A walk by GET_BATCH: records per call, their size, the batch flags. */
+struct batch_req {
+	unsigned int max, size, flags;
+};
+
+/*
+ * Every tag by GET_BATCH as *@arg asks (@records holds the records): named
+ * records, or (ALLOCINFO_BATCH_COUNTERS) counter records only, the walk of
+ * a reader that has the names of this content id, as allocinfo watch
+ * between its named walks.
+ */
 static long batch_walk(int fd, const void *arg, long *bytes)
 {
-	unsigned int max = *(const unsigned int *)arg;
+	const struct batch_req *q = arg;
 	struct allocinfo_batch b;
 	long tags = 0;
 
 	do {
 		memset(&b, 0, sizeof(b));
 		b.records = (unsigned long)records;
-		b.record_size = sizeof(records[0]);
-		b.max = max;
+		b.record_size = q->size;
+		b.max = q->max;
+		b.flags = q->flags;
 		if (ioctl(fd, ALLOCINFO_IOC_GET_BATCH, &b))
 			return -1;
 		tags += b.count;
-	} while (b.count == max);
+	} while (b.count == q->max);
 	return tags;
 }
-
-#ifdef ALLOCINFO_BATCH_COUNTERS
-/*
- * Every tag's counters by GET_BATCH of *@arg counter records (@records
- * holds them): the walk of a reader that has the names of this content id,
- * as allocinfo watch between its named walks.
- */
-static long counters_walk(int fd, const void *arg, long *bytes)
-{
-	unsigned int max = *(const unsigned int *)arg;
-	struct allocinfo_batch b;
-	long tags = 0;
-
-	do {
-		memset(&b, 0, sizeof(b));
-		b.records = (unsigned long)records;
-		b.record_size = sizeof(struct allocinfo_counter_record);
-		b.max = max;
-		b.flags = ALLOCINFO_BATCH_COUNTERS;
-		if (ioctl(fd, ALLOCINFO_IOC_GET_BATCH, &b))
-			return -1;
-		tags += b.count;
-	} while (b.count == max);
-	return tags;
-}
-#endif
 
 static void report(const char *what, long tags, const long long *t)
 {
@@ -172,15 +157,15 @@ int main(int argc, char **argv)
 	if (argc > 1) {
 		int fd;
 
-		walk_fn walk = NULL;
+		struct batch_req q = { batch, sizeof(records[0]), 0 };
 
-		if (!strcmp(argv[1], "batch"))
-			walk = batch_walk;
 #ifdef ALLOCINFO_BATCH_COUNTERS
-		else if (!strcmp(argv[1], "counters"))
-			walk = counters_walk;
+		if (!strcmp(argv[1], "counters")) {
+			q.size = sizeof(struct allocinfo_counter_record);
+			q.flags = ALLOCINFO_BATCH_COUNTERS;
+		} else
 #endif
-		if (!walk) {
+		if (strcmp(argv[1], "batch")) {
 			fprintf(stderr, "usage: allocinfo_read [batch|counters [N]]\n");
 			return 2;
 		}
@@ -189,7 +174,7 @@ int main(int argc, char **argv)
 			perror("/proc/allocinfo");
 			return 1;
 		}
-		n = walk(fd, &batch, &bytes);
+		n = batch_walk(fd, &q, &bytes);
 		printf("allocinfo_read: %s=%u records=%ld%s\n", argv[1], batch, n,
 		       n < 0 ? " (no GET_BATCH)" : "");
 		return n < 0;
@@ -204,11 +189,14 @@ int main(int argc, char **argv)
 	if (n < 0)
 		return 0;	/* no ioctls */
 	report("all", n, t);
-	n = time_walks(batch_walk, &batch, t, &bytes);
+	n = time_walks(batch_walk, &(struct batch_req){ batch, sizeof(records[0]), 0 }, t, &bytes);
 	if (n >= 0)
 		report("batch", n, t);
 #ifdef ALLOCINFO_BATCH_COUNTERS
-	n = time_walks(counters_walk, &batch, t, &bytes);
+	n = time_walks(batch_walk,
+		       &(struct batch_req){ batch, sizeof(struct allocinfo_counter_record),
+					    ALLOCINFO_BATCH_COUNTERS },
+		       t, &bytes);
 	if (n >= 0)
 		report("counters", n, t);
 #endif
