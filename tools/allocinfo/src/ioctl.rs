@@ -270,20 +270,11 @@ fn batches(file: &File, record: &mut impl FnMut(&RawTagData)) -> Result<bool, Io
     // SAFETY: all-zero bytes are a valid value of this plain-data structure.
     let mut buf: Vec<RawTagData> = vec![unsafe { std::mem::zeroed() }; BATCH];
     loop {
-        let mut b = RawBatch {
-            records: buf.as_mut_ptr() as u64,
-            record_size: std::mem::size_of::<RawTagData>() as u32,
-            max: BATCH as u32,
-            flags: 0,
-            count: 0,
-            content_id: 0,
-        };
-        match call(file, GET_BATCH, &mut b) {
-            Ok(()) => {}
+        let n = match get_batch(file, &mut buf, 0) {
+            Ok((n, _)) => n,
             Err(e) if e.raw_os_error() == Some(libc::ENOTTY) => return Ok(false),
             Err(e) => return Err(IoctlError::Io(e)),
-        }
-        let n = (b.count as usize).min(BATCH);
+        };
         buf[..n].iter().for_each(&mut *record);
         if n < BATCH {
             return Ok(true);
