@@ -191,6 +191,11 @@ pub struct TopArgs {
     /// Print plain byte counts instead of IEC sizes
     #[arg(long)]
     pub bytes: bool,
+    /// One row per site and NUMA node holding something, with a NODE column (N0, N1, ...):
+    /// live through the ioctl (ALLOCINFO_BATCH_NODES), else /sys/kernel/debug/allocinfo_nodes;
+    /// -i reads a copy of allocinfo_nodes. --min-size applies to each row
+    #[arg(long)]
+    pub by_node: bool,
     #[command(flatten)]
     pub filter: FilterArgs,
 }
@@ -228,6 +233,10 @@ pub struct TreeArgs {
     /// Print plain byte counts instead of IEC sizes
     #[arg(long)]
     pub bytes: bool,
+    /// One tree per NUMA node: the nodes (N0, N1, ... in node order, each with its total) under
+    /// (all), and the --by grouping under each node. Read as top --by-node reads
+    #[arg(long)]
+    pub by_node: bool,
     #[command(flatten)]
     pub filter: FilterArgs,
 }
@@ -331,6 +340,11 @@ pub struct ExportArgs {
     /// Leave out sites holding less than this, to bound the number of series
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub min_size: Option<i64>,
+    /// One sample per site and NUMA node: a node label ("1") in prometheus, openmetrics and
+    /// pprof, a node column in csv (not for folded). --min-size applies to each sample. Read as
+    /// top --by-node reads
+    #[arg(long)]
+    pub by_node: bool,
     #[command(flatten)]
     pub filter: FilterArgs,
 }

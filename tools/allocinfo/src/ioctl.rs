@@ -11,6 +11,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 
+use crate::nodes::{NodeProfile, NodeRow};
 use crate::profile::{Profile, Row, Site, Version};
 
 /// Bytes of each name buffer, NUL included.
@@ -95,6 +96,14 @@ struct RawCounterRecord {
 const BATCH_TAG_ID: u32 = 1 << 0;
 const BATCH_COUNTERS: u32 = 1 << 1;
 const BATCH_RESTART: u32 = 1 << 2;
+const BATCH_NODES: u32 = 1 << 3;
+
+/// The largest record_size GET_BATCH takes (ALLOCINFO_RECORD_SIZE_MAX).
+pub const RECORD_SIZE_MAX: usize = 1024;
+/// `struct allocinfo_nodes` without its pairs: `nr_nodes`.
+const NODES_HEAD: usize = 8;
+/// `struct allocinfo_node_counter`: bytes and calls, both signed.
+const NODE_COUNTER: usize = 16;
 
 // The sizes are part of the command numbers: check them against the header's.
 const _: () = assert!(std::mem::size_of::<RawTag>() == 200);
@@ -175,6 +184,8 @@ pub enum IoctlError {
     Unstable,
     /// GET_BATCH without the record flags (a kernel before them): read by [`read`] instead.
     NoSampling,
+    /// More node ids than a record of ALLOCINFO_RECORD_SIZE_MAX bytes has room for.
+    TooManyNodes(usize),
     Io(io::Error),
 }
 
@@ -465,6 +476,322 @@ impl Sampler {
     }
 }
 
+/// The kinds of GET_BATCH records: what precedes a record's `struct allocinfo_nodes` with
+/// ALLOCINFO_BATCH_NODES.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordKind {
+    /// `struct allocinfo_tag_data` (no record flag).
+    Data,
+    /// `struct allocinfo_tag_record`: the data and the tag id (ALLOCINFO_BATCH_TAG_ID).
+    TagRecord,
+    /// `struct allocinfo_counter_record`: the tag id and counters (ALLOCINFO_BATCH_COUNTERS).
+    Counter,
+}
+
+impl RecordKind {
+    /// The size of the record proper, where its nodes start.
+    pub fn size(self) -> usize {
+        match self {
+            RecordKind::Data => std::mem::size_of::<RawTagData>(),
+            RecordKind::TagRecord => std::mem::size_of::<RawTagRecord>(),
+            RecordKind::Counter => std::mem::size_of::<RawCounterRecord>(),
+        }
+    }
+
+    /// The GET_BATCH flags that ask for records of this kind, with their nodes.
+    pub fn node_flags(self) -> u32 {
+        BATCH_NODES
+            | match self {
+                RecordKind::Data => 0,
+                RecordKind::TagRecord => BATCH_TAG_ID,
+                RecordKind::Counter => BATCH_COUNTERS,
+            }
+    }
+
+    /// The smallest record_size the kernel takes for `nodes` node ids (it refuses less with
+    /// EINVAL): the record, `nr_nodes` and a pair per node.
+    pub fn node_record_size(self, nodes: usize) -> usize {
+        self.size() + NODES_HEAD + NODE_COUNTER * nodes
+    }
+}
+
+/// One node's share of a tag: `struct allocinfo_node_counter`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeCounter {
+    pub bytes: i64,
+    pub calls: i64,
+}
+
+/// One GET_BATCH record with ALLOCINFO_BATCH_NODES, decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRecord {
+    /// The tag's row with the record's counter (named kinds); None for counter records.
+    pub row: Option<Row>,
+    /// The tag id (tag and counter records).
+    pub tag_id: Option<u64>,
+    /// The record's counter: bytes and calls summed over the nodes by the kernel.
+    pub bytes: i64,
+    pub calls: i64,
+    pub accurate: bool,
+    /// Node i's share, for every node id of the machine.
+    pub nodes: Vec<NodeCounter>,
+    /// Whether a name filled its whole buffer, so may be the tail of a longer one.
+    pub maybe_cut: bool,
+}
+
+impl NodeRecord {
+    /// The rows of the nodes holding something (bytes or calls not 0), in node order, each with
+    /// `named`'s site and fields (the row of this record, or for a counter record the row its
+    /// tag id names). The nodes are trusted as they are: they are what the per-node views show,
+    /// also when they do not add up to the record's counter.
+    pub fn node_rows(&self, named: &Row) -> Vec<NodeRow> {
+        let fields = if self.accurate {
+            Vec::new()
+        } else {
+            vec![("accurate".to_string(), "no".to_string())]
+        };
+        (0u32..)
+            .zip(&self.nodes)
+            .filter(|(_, c)| c.bytes != 0 || c.calls != 0)
+            .map(|(node, c)| NodeRow {
+                node,
+                row: Row {
+                    bytes: c.bytes,
+                    calls: u64::from_ne_bytes(c.calls.to_ne_bytes()),
+                    site: named.site.clone(),
+                    fields: fields.clone(),
+                },
+            })
+            .collect()
+    }
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_ne_bytes(w)
+}
+
+fn i64_at(b: &[u8], at: usize) -> i64 {
+    i64::from_ne_bytes(u64_at(b, at).to_ne_bytes())
+}
+
+fn name_at(b: &[u8], at: usize) -> [u8; STR_SIZE] {
+    let mut n = [0u8; STR_SIZE];
+    n.copy_from_slice(&b[at..at + STR_SIZE]);
+    n
+}
+
+/// `struct allocinfo_counter` at `at`.
+fn counter_at(b: &[u8], at: usize) -> RawCounter {
+    RawCounter {
+        bytes: u64_at(b, at),
+        calls: u64_at(b, at + 8),
+        accurate: b[at + 16],
+        _pad: [0; 7],
+    }
+}
+
+/// `struct allocinfo_tag_data` at the start of `b`.
+fn tag_data_at(b: &[u8]) -> RawTagData {
+    RawTagData {
+        tag: RawTag {
+            modname: name_at(b, 0),
+            function: name_at(b, STR_SIZE),
+            filename: name_at(b, 2 * STR_SIZE),
+            lineno: u64_at(b, 3 * STR_SIZE),
+        },
+        counter: counter_at(b, std::mem::size_of::<RawTag>()),
+    }
+}
+
+/// Decodes the first `count` records of `buf`, `record_size` bytes apart, each a record of
+/// `kind` followed by its `struct allocinfo_nodes` (GET_BATCH with ALLOCINFO_BATCH_NODES, in
+/// the byte order of this machine). Refused: a record_size below the kind's with the nodes
+/// header, a buffer shorter than `count` records, an nr_nodes of 0 or more than the record holds.
+pub fn decode_node_records(
+    buf: &[u8],
+    record_size: usize,
+    count: usize,
+    kind: RecordKind,
+) -> Result<Vec<NodeRecord>, String> {
+    let at = kind.size();
+    if record_size < kind.node_record_size(0) {
+        return Err(format!(
+            "record size {record_size} is below {} ({kind:?} record and nr_nodes)",
+            kind.node_record_size(0)
+        ));
+    }
+    let room = (record_size - kind.node_record_size(0)) / NODE_COUNTER;
+    let needed = count.checked_mul(record_size);
+    if needed.is_none_or(|n| n > buf.len()) {
+        return Err(format!(
+            "{count} records of {record_size} bytes do not fit in {} bytes",
+            buf.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(count);
+    for (i, rec) in buf.chunks_exact(record_size).take(count).enumerate() {
+        let nr_nodes = u64_at(rec, at);
+        if nr_nodes == 0 || nr_nodes > room as u64 {
+            return Err(format!(
+                "record {i}: nr_nodes {nr_nodes}, where 1 to {room} fit in its {record_size} bytes"
+            ));
+        }
+        let nodes = (0..nr_nodes as usize)
+            .map(|n| {
+                let p = at + NODES_HEAD + n * NODE_COUNTER;
+                NodeCounter {
+                    bytes: i64_at(rec, p),
+                    calls: i64_at(rec, p + 8),
+                }
+            })
+            .collect();
+        let (named, tag_id, counter) = match kind {
+            RecordKind::Data => {
+                let d = tag_data_at(rec);
+                (Some(row(&d)), None, d.counter)
+            }
+            RecordKind::TagRecord => {
+                let d = tag_data_at(rec);
+                let id = u64_at(rec, std::mem::size_of::<RawTagData>());
+                (Some(row(&d)), Some(id), d.counter)
+            }
+            RecordKind::Counter => (None, Some(u64_at(rec, 0)), counter_at(rec, 8)),
+        };
+        let maybe_cut = named.as_ref().is_some_and(|(_, cut)| *cut);
+        out.push(NodeRecord {
+            row: named.map(|(r, _)| r),
+            tag_id,
+            bytes: i64::from_ne_bytes(counter.bytes.to_ne_bytes()),
+            calls: i64::from_ne_bytes(counter.calls.to_ne_bytes()),
+            accurate: counter.accurate != 0,
+            nodes,
+            maybe_cut,
+        });
+    }
+    Ok(out)
+}
+
+/// Where the kernel lists the node ids it may ever use.
+pub const NODE_POSSIBLE: &str = "/sys/devices/system/node/possible";
+
+/// The kernel's nr_node_ids from the text of [`NODE_POSSIBLE`] (`0`, `0-1`, `0,2-3`): the
+/// highest id plus one. None if the text is not such a list.
+pub fn node_ids_from(text: &str) -> Option<usize> {
+    let mut highest = None;
+    for range in text.trim_end_matches('\n').split(',') {
+        let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+        let (lo, hi) = (lo.parse::<usize>().ok()?, hi.parse::<usize>().ok()?);
+        if lo > hi {
+            return None;
+        }
+        highest = highest.max(Some(hi));
+    }
+    highest.and_then(|h| h.checked_add(1))
+}
+
+/// This machine's nr_node_ids; 1 where [`NODE_POSSIBLE`] is missing (a kernel without NUMA).
+fn node_ids() -> Result<usize, IoctlError> {
+    match std::fs::read_to_string(NODE_POSSIBLE) {
+        Ok(text) => node_ids_from(&text).ok_or_else(|| {
+            IoctlError::Io(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{NODE_POSSIBLE}: not a list of node ids: {text:?}"),
+            ))
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(1),
+        Err(e) => Err(IoctlError::Io(e)),
+    }
+}
+
+/// One GET_BATCH into `buf`, records of `record_size` bytes (a multiple of 8): the records
+/// written and the content id they were read under.
+fn get_batch_sized(
+    file: &File,
+    buf: &mut [u64],
+    record_size: usize,
+    flags: u32,
+) -> io::Result<(usize, u64)> {
+    let max = max_records(buf.len(), record_size);
+    let mut b = RawBatch {
+        records: buf.as_mut_ptr() as u64,
+        record_size: record_size as u32,
+        max: max as u32,
+        flags,
+        count: 0,
+        content_id: 0,
+    };
+    call(file, GET_BATCH, &mut b)?;
+    Ok(((b.count as usize).min(max), b.content_id))
+}
+
+/// Every tag of `file` (an open /proc/allocinfo) that passes `filter`, per node: GET_BATCH with
+/// ALLOCINFO_BATCH_NODES from the first tag, retried when a module came or went. The bool is
+/// true when a name may have been cut (see [`read`]). Errors as the kernel gives them:
+/// EOPNOTSUPP (several nodes, attribution off), EINVAL (no such flag, or a record too small).
+pub fn read_nodes(file: &File, filter: &KernelFilter) -> Result<(NodeProfile, bool), IoctlError> {
+    let ids = node_ids()?;
+    let kind = RecordKind::Data;
+    let record_size = kind.node_record_size(ids);
+    if record_size > RECORD_SIZE_MAX {
+        return Err(IoctlError::TooManyNodes(ids));
+    }
+    let mut buf = vec![0u64; record_size / 8 * BATCH];
+    for _ in 0..5 {
+        let before = content_id(file)?;
+        // SAFETY: all-zero bytes are a valid value of this plain-data structure.
+        let mut get_at: RawGetAt = unsafe { std::mem::zeroed() };
+        get_at.filter = filter.raw();
+        let mut nodes = ids;
+        let mut rows = Vec::new();
+        let mut any_cut = false;
+        match call(file, GET_AT, &mut get_at) {
+            Ok(()) => {
+                let mut flags = kind.node_flags() | BATCH_RESTART;
+                loop {
+                    let (n, cid) = get_batch_sized(file, &mut buf, record_size, flags)
+                        .map_err(IoctlError::Io)?;
+                    if cid != before {
+                        break;
+                    }
+                    let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_ne_bytes()).collect();
+                    let records =
+                        decode_node_records(&bytes, record_size, n, kind).map_err(|e| {
+                            IoctlError::Io(io::Error::new(io::ErrorKind::InvalidData, e))
+                        })?;
+                    for r in &records {
+                        if let Some(named) = &r.row {
+                            any_cut |= r.maybe_cut;
+                            nodes = r.nodes.len();
+                            rows.extend(r.node_rows(named));
+                        }
+                    }
+                    if n < max_records(buf.len(), record_size) {
+                        break;
+                    }
+                    flags = kind.node_flags();
+                }
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(e) => return Err(IoctlError::Io(e)),
+        }
+        if content_id(file)? == before {
+            let profile = NodeProfile {
+                nodes: u32::try_from(nodes).unwrap_or(u32::MAX),
+                snapshot: None,
+                rows,
+            };
+            return Ok((profile, any_cut));
+        }
+    }
+    Err(IoctlError::Unstable)
+}
+
+fn max_records(words: usize, record_size: usize) -> usize {
+    words * 8 / record_size
+}
+
 /// Reads every tag of `file` (an open /proc/allocinfo) that passes `filter`, retrying when a
 /// module came or went during the walk. The bool is true when a name filled its whole buffer:
 /// the kernel keeps the last 63 bytes of a longer name, so such a name may be a tail.
@@ -540,6 +867,191 @@ mod tests {
         let long = "d/".repeat(31) + "c";
         let (_, cut) = row(&data("", &long, 1, 0, 1));
         assert!(cut, "a 63-byte name may be the tail of a longer one");
+    }
+
+    fn put(b: &mut [u8], at: usize, v: u64) {
+        b[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+    }
+
+    fn signed(v: i64) -> u64 {
+        u64::from_ne_bytes(v.to_ne_bytes())
+    }
+
+    /// One record laid out by hand from the header's offsets: the kind's record (module "m",
+    /// function "fn", file "a.c", line 7, tag id 77), then nr_nodes and the pairs.
+    fn record(
+        kind: RecordKind,
+        size: usize,
+        counter: (i64, i64, u8),
+        nodes: &[(i64, i64)],
+    ) -> Vec<u8> {
+        let mut b = vec![0u8; size];
+        let c = match kind {
+            RecordKind::Data | RecordKind::TagRecord => {
+                b[0] = b'm';
+                b[64..66].copy_from_slice(b"fn");
+                b[128..131].copy_from_slice(b"a.c");
+                put(&mut b, 192, 7);
+                if kind == RecordKind::TagRecord {
+                    put(&mut b, 224, 77);
+                }
+                200
+            }
+            RecordKind::Counter => {
+                put(&mut b, 0, 77);
+                8
+            }
+        };
+        put(&mut b, c, signed(counter.0));
+        put(&mut b, c + 8, signed(counter.1));
+        b[c + 16] = counter.2;
+        let at = kind.size();
+        put(&mut b, at, nodes.len() as u64);
+        for (i, &(bytes, calls)) in nodes.iter().enumerate() {
+            put(&mut b, at + 8 + 16 * i, signed(bytes));
+            put(&mut b, at + 16 + 16 * i, signed(calls));
+        }
+        b
+    }
+
+    #[test]
+    fn node_record_sizes_and_flags() {
+        assert_eq!(RecordKind::Data.node_record_size(2), 224 + 8 + 32);
+        assert_eq!(RecordKind::TagRecord.node_record_size(1), 232 + 8 + 16);
+        assert_eq!(RecordKind::Counter.node_record_size(2), 32 + 8 + 32);
+        assert_eq!(RecordKind::Data.node_flags(), 8);
+        assert_eq!(RecordKind::TagRecord.node_flags(), 8 | 1);
+        assert_eq!(RecordKind::Counter.node_flags(), 8 | 2);
+        // 49 nodes fit the largest record of tag data, 50 do not.
+        assert!(RecordKind::Data.node_record_size(49) <= RECORD_SIZE_MAX);
+        assert!(RecordKind::Data.node_record_size(50) > RECORD_SIZE_MAX);
+    }
+
+    #[test]
+    fn node_records_of_each_kind_decode() {
+        for kind in [RecordKind::Data, RecordKind::TagRecord, RecordKind::Counter] {
+            for nodes in [&[(4096, 3)][..], &[(4096, 1), (8192, 2)][..]] {
+                // Records exactly as large as the nodes need, and larger (zeroed tails).
+                for size in [
+                    kind.node_record_size(nodes.len()),
+                    kind.node_record_size(nodes.len()) + 40,
+                ] {
+                    let total = nodes.iter().fold((0, 0), |(b, c), n| (b + n.0, c + n.1));
+                    let mut buf = record(kind, size, (total.0, total.1, 0), nodes);
+                    buf.extend(record(kind, size, (-64, 0, 1), &[(-64, 0); 1]));
+                    let got = decode_node_records(&buf, size, 2, kind).unwrap();
+                    let what = format!("{kind:?} {} nodes, {size} bytes", nodes.len());
+                    assert_eq!(got.len(), 2, "{what}");
+                    let r = &got[0];
+                    let want: Vec<_> = nodes
+                        .iter()
+                        .map(|&(bytes, calls)| NodeCounter { bytes, calls })
+                        .collect();
+                    assert_eq!(r.nodes, want, "{what}");
+                    assert_eq!((r.bytes, r.calls, r.accurate), (total.0, total.1, false));
+                    assert_eq!(r.tag_id, (kind != RecordKind::Data).then_some(77), "{what}");
+                    assert_eq!((got[1].bytes, got[1].accurate), (-64, true), "{what}");
+                    let named = match &r.row {
+                        Some(row) => {
+                            assert_eq!(row.tag_text(), "a.c:7 [m] func:fn accurate:no");
+                            assert_eq!((row.bytes, row.live_calls()), total);
+                            row.clone()
+                        }
+                        None => {
+                            assert_eq!(kind, RecordKind::Counter);
+                            let (named, _) = super::row(&data("m", "a.c", 7, 0, 0));
+                            named
+                        }
+                    };
+                    let rows = r.node_rows(&named);
+                    let got: Vec<_> = rows
+                        .iter()
+                        .map(|n| (n.node, n.row.bytes, n.row.live_calls(), n.row.accurate()))
+                        .collect();
+                    let want: Vec<_> = (0u32..)
+                        .zip(nodes)
+                        .map(|(i, &(b, c))| (i, b, c, false))
+                        .collect();
+                    assert_eq!(got, want, "{what}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn node_rows_trust_the_nodes() {
+        // The counter says 100 bytes in 5 calls; the nodes 30 + 50 bytes, 0 + 2 calls, and a
+        // node holding nothing. The rows are the nodes' (the zero node left out), not the
+        // counter's: the per-node views show 80 bytes, where the record says 100.
+        let kind = RecordKind::Data;
+        let size = kind.node_record_size(3);
+        let buf = record(kind, size, (100, 5, 1), &[(30, 0), (0, 0), (50, 2)]);
+        let got = decode_node_records(&buf, size, 1, kind).unwrap();
+        let (named, r) = (got[0].row.clone().unwrap(), &got[0]);
+        assert_eq!((r.bytes, r.calls), (100, 5));
+        let rows = r.node_rows(&named);
+        let summary: Vec<_> = rows
+            .iter()
+            .map(|n| (n.node, n.row.bytes, n.row.live_calls()))
+            .collect();
+        assert_eq!(summary, [(0, 30, 0), (2, 50, 2)]);
+        let p = NodeProfile {
+            nodes: 3,
+            snapshot: None,
+            rows,
+        };
+        assert_eq!(p.to_profile().total_bytes(), 80);
+        // A negative node count stays negative (it reads as wrapped, as in /proc/allocinfo).
+        let buf = record(kind, size, (0, 0, 1), &[(4096, -1)]);
+        let got = decode_node_records(&buf, size, 1, kind).unwrap();
+        let rows = got[0].node_rows(&named);
+        assert_eq!(
+            (rows[0].row.live_calls(), rows[0].row.calls_wrapped()),
+            (-1, true)
+        );
+    }
+
+    #[test]
+    fn malformed_node_records_are_refused() {
+        let kind = RecordKind::TagRecord;
+        let size = kind.node_record_size(2);
+        let two = record(kind, size, (1, 1, 1), &[(1, 1), (0, 0)]);
+        let check = |buf: &[u8], size, count, needle: &str| match decode_node_records(
+            buf, size, count, kind,
+        ) {
+            Ok(r) => panic!("accepted {r:?}"),
+            Err(e) => assert!(e.contains(needle), "{e} lacks {needle:?}"),
+        };
+        check(
+            &two,
+            size,
+            2,
+            "2 records of 272 bytes do not fit in 272 bytes",
+        );
+        check(&two, 239, 1, "record size 239 is below 240");
+        let mut none = two.clone();
+        put(&mut none, 232, 0);
+        check(&none, size, 1, "record 0: nr_nodes 0, where 1 to 2 fit");
+        let mut three = two.clone();
+        put(&mut three, 232, 3);
+        check(
+            &three,
+            size,
+            1,
+            "record 0: nr_nodes 3, where 1 to 2 fit in its 272 bytes",
+        );
+        assert_eq!(decode_node_records(&two, size, 0, kind), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn node_ids_from_possible() {
+        assert_eq!(node_ids_from("0\n"), Some(1));
+        assert_eq!(node_ids_from("0-1\n"), Some(2));
+        assert_eq!(node_ids_from("0,2-3"), Some(4));
+        assert_eq!(node_ids_from("0-7,16"), Some(17));
+        for bad in ["", "\n", "x", "3-1", "0-", "-1", "0,,1"] {
+            assert_eq!(node_ids_from(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod error;
 pub mod filter;
 pub mod format;
 pub mod ioctl;
+pub mod nodes;
 pub mod parse;
 pub mod profile;
 pub mod render;
@@ -33,10 +34,21 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
         Ok(source.clone().mode(cli.source_mode)?.kernel_filter(filter))
     };
     match &cli.command {
+        // Per node: only the module filter goes to the kernel, whose --min-size would apply to a
+        // tag's total, not to each of its nodes.
+        Command::Top(args) if args.by_node => {
+            let source = live(&args.filter.module, None)?;
+            let profile = source.read_nodes()?;
+            cmd::top::run_nodes(&profile, &source.described(), args, cli.json, out)
+        }
         Command::Top(args) => {
             let source = live(&args.filter.module, args.min_size)?;
             let profile = source.read()?;
             cmd::top::run(&profile, &source.described(), args, cli.json, out)
+        }
+        Command::Tree(args) if args.by_node => {
+            let source = live(&args.filter.module, None)?;
+            cmd::tree::run_nodes(&source.read_nodes()?, args, cli.json, out)
         }
         Command::Tree(args) => {
             let source = live(&args.filter.module, None)?;
@@ -87,6 +99,13 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
             let source = live(&args.filter.module, None)?;
             let mut sampler = source.sampler();
             cmd::watch::run(&mut || sampler.read(), args, cli.json, out)
+        }
+        Command::Export(args) if args.by_node => {
+            cmd::export::check_by_node(args)?;
+            let now = timestamp::now_unix_ms();
+            let source = live(&args.filter.module, None)?;
+            let profile = source.read_nodes()?;
+            cmd::export::run_nodes(&profile, &source.described(), now, args, cli.json, out)
         }
         Command::Export(args) => {
             let now = timestamp::now_unix_ms();

@@ -7,6 +7,7 @@
 
 use std::fmt;
 
+use crate::nodes::{NodeProfile, NodeRow};
 use crate::profile::{Profile, Row, Site, SnapshotMeta, Version};
 
 /// The first line of a snapshot file, before the allocinfo header.
@@ -14,6 +15,10 @@ pub const SNAPSHOT_PREFIX: &str = "# snapshot ";
 /// The second header line, byte for byte.
 pub const COLUMNS_HEADER: &str = "#     <size>  <calls> <tag info>";
 const VERSION_PREFIX: &str = "allocinfo - version: ";
+/// The first line of /sys/kernel/debug/allocinfo_nodes, before its version and node count.
+pub const NODES_PREFIX: &str = "allocinfo nodes - version: ";
+/// The second header line of allocinfo_nodes, byte for byte.
+pub const NODES_COLUMNS_HEADER: &str = "#     <size>  <calls> <node> <tag info>";
 const SIZE_WIDTH: usize = 12;
 const CALLS_WIDTH: usize = 8;
 
@@ -81,6 +86,27 @@ pub fn parse(text: &str) -> Result<Profile, ParseError> {
     parse_bytes(text.as_bytes())
 }
 
+/// What a file turned out to be.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Parsed {
+    /// /proc/allocinfo text (or a snapshot of it).
+    Sites(Profile),
+    /// /sys/kernel/debug/allocinfo_nodes text.
+    Nodes(NodeProfile),
+}
+
+/// Parses a whole file of either kind, telling which it was.
+pub fn parse_any(text: &str) -> Result<Parsed, ParseError> {
+    let mut parser = LineParser::default();
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    if !body.is_empty() {
+        for line in body.split('\n') {
+            parser.feed(line)?;
+        }
+    }
+    parser.finish_any()
+}
+
 /// Where the parser is in the file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Expect {
@@ -105,6 +131,9 @@ pub struct LineParser {
     version: Option<Version>,
     snapshot: Option<SnapshotMeta>,
     rows: Vec<Row>,
+    /// The node count of an allocinfo_nodes header; None for /proc/allocinfo text.
+    nodes: Option<u32>,
+    node_rows: Vec<NodeRow>,
 }
 
 impl LineParser {
@@ -152,13 +181,24 @@ impl LineParser {
                 self.snapshot = Some(parse_snapshot_meta(n, rest)?);
                 self.expect = Expect::Version;
             }
+            Expect::First | Expect::Version if line.starts_with(NODES_PREFIX) => {
+                self.nodes = Some(parse_nodes_header(n, line)?);
+                // The tag info of allocinfo_nodes is that of /proc/allocinfo 2.0.
+                self.version = Some(Version::V2_0);
+                self.expect = Expect::Columns;
+            }
             Expect::First | Expect::Version => {
                 self.version = Some(parse_version(n, line)?);
                 self.expect = Expect::Columns;
             }
             Expect::Columns => {
-                if line != COLUMNS_HEADER {
-                    return err(n, format!("expected column header '{COLUMNS_HEADER}'"));
+                let want = if self.nodes.is_some() {
+                    NODES_COLUMNS_HEADER
+                } else {
+                    COLUMNS_HEADER
+                };
+                if line != want {
+                    return err(n, format!("expected column header '{want}'"));
                 }
                 self.expect = Expect::Rows;
             }
@@ -171,22 +211,40 @@ impl LineParser {
                 } else {
                     line
                 };
-                let row =
-                    parse_row(line, version).map_err(|message| ParseError { line: n, message })?;
-                self.rows.push(row);
+                let at = |message| ParseError { line: n, message };
+                match self.nodes {
+                    Some(nodes) => self
+                        .node_rows
+                        .push(parse_node_row(line, nodes).map_err(at)?),
+                    None => self.rows.push(parse_row(line, version).map_err(at)?),
+                }
             }
         }
         Ok(())
     }
 
-    /// The profile, once the whole input has been fed.
+    /// The profile, once the whole input has been fed; allocinfo_nodes text gives each tag's
+    /// nodes summed into one row ([`NodeProfile::to_profile`]).
     pub fn finish(self) -> Result<Profile, ParseError> {
-        match (self.expect, self.version) {
-            (Expect::Rows, Some(version)) => Ok(Profile {
+        Ok(match self.finish_any()? {
+            Parsed::Sites(p) => p,
+            Parsed::Nodes(p) => p.to_profile(),
+        })
+    }
+
+    /// The profile or per-node profile, once the whole input has been fed.
+    pub fn finish_any(self) -> Result<Parsed, ParseError> {
+        match (self.expect, self.version, self.nodes) {
+            (Expect::Rows, _, Some(nodes)) => Ok(Parsed::Nodes(NodeProfile {
+                nodes,
+                snapshot: self.snapshot,
+                rows: self.node_rows,
+            })),
+            (Expect::Rows, Some(version), None) => Ok(Parsed::Sites(Profile {
                 version,
                 snapshot: self.snapshot,
                 rows: self.rows,
-            }),
+            })),
             _ if self.lines == 0 => err(1, format!("empty input, expected '{VERSION_PREFIX}1.0'")),
             _ => err(self.lines + 1, "unexpected end of input inside the header"),
         }
@@ -217,6 +275,38 @@ fn parse_version(n: usize, line: &str) -> Result<Version, ParseError> {
                 crlf_hint(line)
             ),
         ),
+    }
+}
+
+/// `allocinfo nodes - version: 1.0, nodes: N`: the number of node ids, at least 1.
+fn parse_nodes_header(n: usize, line: &str) -> Result<u32, ParseError> {
+    let rest = &line[NODES_PREFIX.len()..];
+    let Some((version, count)) = rest.split_once(", nodes: ") else {
+        return err(
+            n,
+            format!(
+                "expected '{NODES_PREFIX}1.0, nodes: <count>'{}",
+                crlf_hint(line)
+            ),
+        );
+    };
+    if version != "1.0" {
+        return err(
+            n,
+            format!(
+                "unsupported allocinfo nodes version {} (this tool reads 1.0)",
+                quote(version)
+            ),
+        );
+    }
+    let bad = |what: String| err(n, format!("{what}{}", crlf_hint(line)));
+    if let Err(e) = check_integer(count, false, "node count") {
+        return bad(e);
+    }
+    match count.parse::<u32>() {
+        Ok(0) => bad("node count 0: a machine has at least one node".to_string()),
+        Ok(c) => Ok(c),
+        Err(e) => bad(format!("node count {}: {e}", quote(count))),
     }
 }
 
@@ -297,12 +387,18 @@ fn check_integer(token: &str, signed: bool, what: &str) -> Result<(), String> {
     }
 }
 
-fn parse_row(line: &str, version: Version) -> Result<Row, String> {
+/// The size field that starts every row: right-aligned in 12 columns, signed.
+fn parse_size_field(line: &str) -> Result<(i64, &str), String> {
     let (size_tok, rest) = split_field(line, SIZE_WIDTH, "size")?;
     check_integer(size_tok, true, "size")?;
     let bytes = size_tok
         .parse::<i64>()
         .map_err(|e| format!("size {}: {e}", quote(size_tok)))?;
+    Ok((bytes, rest))
+}
+
+fn parse_row(line: &str, version: Version) -> Result<Row, String> {
+    let (bytes, rest) = parse_size_field(line)?;
 
     let (calls_tok, rest) = split_field(rest, CALLS_WIDTH, "calls")?;
     check_integer(calls_tok, false, "calls")?;
@@ -310,6 +406,74 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
         .parse::<u64>()
         .map_err(|e| format!("calls {}: {e}", quote(calls_tok)))?;
 
+    let (site, fields) = parse_tag_info(line, rest, version)?;
+    Ok(Row {
+        bytes,
+        calls,
+        site,
+        fields,
+    })
+}
+
+/// A row of allocinfo_nodes: `%12lli %8lli N<node> <tag info> `, the tag info as in
+/// /proc/allocinfo 2.0. `nodes` is the header's node count; a row holding nothing is refused
+/// (the kernel prints only the nodes holding something).
+fn parse_node_row(line: &str, nodes: u32) -> Result<NodeRow, String> {
+    let (bytes, rest) = parse_size_field(line)?;
+
+    let (calls_tok, rest) = split_field(rest, CALLS_WIDTH, "calls")?;
+    check_integer(calls_tok, true, "calls")?;
+    let calls = calls_tok
+        .parse::<i64>()
+        .map_err(|e| format!("calls {}: {e}", quote(calls_tok)))?;
+
+    let (node_tok, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+    let Some(digits) = node_tok.strip_prefix('N') else {
+        return Err(format!(
+            "expected N<node> after calls, found {}",
+            quote(node_tok)
+        ));
+    };
+    check_integer(digits, false, "node")?;
+    let node = digits
+        .parse::<u32>()
+        .map_err(|e| format!("node {}: {e}", quote(node_tok)))?;
+    if node >= nodes {
+        return Err(format!(
+            "node {} is not below the header's node count {nodes}",
+            quote(node_tok)
+        ));
+    }
+    if rest.is_empty() {
+        return Err(format!("missing tag info after {}", quote(node_tok)));
+    }
+    let (site, fields) = parse_tag_info(line, rest, Version::V2_0)?;
+    if bytes == 0 && calls == 0 {
+        return Err(
+            "row holds nothing (0 bytes, 0 calls): the kernel prints only the nodes \
+                    holding something"
+                .to_string(),
+        );
+    }
+    Ok(NodeRow {
+        node,
+        row: Row {
+            bytes,
+            // Signed, kept as /proc/allocinfo's rows keep theirs: two's complement in a u64.
+            calls: u64::from_ne_bytes(calls.to_ne_bytes()),
+            site,
+            fields,
+        },
+    })
+}
+
+/// The tag info after the counters (`rest`, with its trailing space) of the row `line`:
+/// `file:line [module] func:name`, then `key:value` fields where `version` has them.
+fn parse_tag_info(
+    line: &str,
+    rest: &str,
+    version: Version,
+) -> Result<(Site, Vec<(String, String)>), String> {
     let Some(tag) = rest.strip_suffix(' ') else {
         return Err(if line.ends_with('\r') {
             format!("row must end with a space{}", crlf_hint(line))
@@ -380,17 +544,15 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
         fields.push((key.to_string(), value.to_string()));
     }
 
-    Ok(Row {
-        bytes,
-        calls,
-        site: Site {
+    Ok((
+        Site {
             file: file.to_string(),
             line: line_no,
             module,
             function,
         },
         fields,
-    })
+    ))
 }
 
 fn parse_field(t: &str) -> Result<(&str, &str), String> {
@@ -576,6 +738,207 @@ mod tests {
         let mut data = HEAD1.as_bytes().to_vec();
         data.extend_from_slice(b"           1        1 a\xff.c:1 func:f \n");
         assert_eq!(parse_bytes(&data).unwrap_err().line, 3);
+    }
+
+    const NODES2: &str = "allocinfo nodes - version: 1.0, nodes: 2\n\
+                          #     <size>  <calls> <node> <tag info>\n";
+
+    fn nodes_fail_on(text: &str, line: usize, needle: &str) {
+        match parse_any(text) {
+            Ok(p) => panic!("accepted {text:?} as {p:?}"),
+            Err(e) => {
+                assert_eq!(e.line, line, "{e}");
+                assert!(e.message.contains(needle), "{e} lacks {needle:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn node_rows() {
+        let text = format!(
+            "{NODES2}\
+             \x20      16384        4 N0 mm/slub.c:2443 func:alloc_slab_page \n\
+             \x20       8192       -2 N1 mm/slub.c:2443 func:alloc_slab_page \n\
+             \x20      -4096        0 N1 a.c:7 [m] func:f accurate:no \n\
+             -12345678901234 123456789 N0 b.c:1 func:g \n"
+        );
+        let Ok(Parsed::Nodes(p)) = parse_any(&text) else {
+            panic!("not a nodes file");
+        };
+        assert_eq!(p.nodes, 2);
+        let got: Vec<_> = p
+            .rows
+            .iter()
+            .map(|r| (r.node, r.row.bytes, r.row.live_calls(), r.row.tag_text()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    0,
+                    16384,
+                    4,
+                    "mm/slub.c:2443 func:alloc_slab_page".to_string()
+                ),
+                (
+                    1,
+                    8192,
+                    -2,
+                    "mm/slub.c:2443 func:alloc_slab_page".to_string()
+                ),
+                (1, -4096, 0, "a.c:7 [m] func:f accurate:no".to_string()),
+                (0, -12345678901234, 123456789, "b.c:1 func:g".to_string()),
+            ]
+        );
+        let lines: String = p.rows.iter().map(|r| r.line()).collect();
+        assert_eq!(format!("{NODES2}{lines}"), text, "rows print back as read");
+        // Read as a profile, the nodes of each tag are summed.
+        let summed = parse(&text).unwrap();
+        assert_eq!(summed.rows.len(), 3);
+        assert_eq!(
+            (summed.rows[0].bytes, summed.rows[0].live_calls()),
+            (24576, 2)
+        );
+        // No rows at all is a machine with nothing on any node.
+        let Ok(Parsed::Nodes(p)) = parse_any(NODES2) else {
+            panic!("not a nodes file");
+        };
+        assert!(p.rows.is_empty());
+        assert!(matches!(parse_any(HEAD2), Ok(Parsed::Sites(_))));
+    }
+
+    #[test]
+    fn node_header_errors() {
+        let cols = "#     <size>  <calls> <node> <tag info>\n";
+        for (first, needle) in [
+            (
+                "allocinfo nodes - version: 1.0",
+                "expected 'allocinfo nodes - version: 1.0, nodes:",
+            ),
+            (
+                "allocinfo nodes - version: 2.0, nodes: 2",
+                "unsupported allocinfo nodes version '2.0'",
+            ),
+            ("allocinfo nodes - version: 1.0, nodes: 0", "node count 0"),
+            (
+                "allocinfo nodes - version: 1.0, nodes: two",
+                "node count 'two' is not a decimal",
+            ),
+            (
+                "allocinfo nodes - version: 1.0, nodes: 02",
+                "not a decimal integer",
+            ),
+            (
+                "allocinfo nodes - version: 1.0, nodes: -1",
+                "must not be negative",
+            ),
+            (
+                "allocinfo nodes - version: 1.0, nodes: 99999999999",
+                "node count '99999999999'",
+            ),
+            ("allocinfo nodes - version: 1.0, nodes: 2\r", "--lenient"),
+        ] {
+            nodes_fail_on(&format!("{first}\n{cols}"), 1, needle);
+        }
+        // The column header of allocinfo_nodes, not that of /proc/allocinfo, and vice versa.
+        nodes_fail_on(
+            "allocinfo nodes - version: 1.0, nodes: 2\n#     <size>  <calls> <tag info>\n",
+            2,
+            "expected column header '#     <size>  <calls> <node> <tag info>'",
+        );
+        nodes_fail_on(
+            &format!("allocinfo - version: 2.0\n{cols}"),
+            2,
+            "expected column header '#     <size>  <calls> <tag info>'",
+        );
+        nodes_fail_on(
+            "allocinfo nodes - version: 1.0, nodes: 2\n",
+            2,
+            "end of input",
+        );
+    }
+
+    #[test]
+    fn node_row_errors() {
+        let bad = [
+            (
+                "       16384        4 mm/a.c:1 func:f ",
+                "expected N<node> after calls, found 'mm/a.c:1'",
+            ),
+            (
+                "       16384        4 0 mm/a.c:1 func:f ",
+                "expected N<node> after calls, found '0'",
+            ),
+            (
+                "       16384        4 Nx mm/a.c:1 func:f ",
+                "node 'x' is not a decimal integer",
+            ),
+            (
+                "       16384        4 N mm/a.c:1 func:f ",
+                "node '' is not a decimal integer",
+            ),
+            (
+                "       16384        4 N01 mm/a.c:1 func:f ",
+                "not a decimal integer",
+            ),
+            (
+                "       16384        4 N-1 mm/a.c:1 func:f ",
+                "must not be negative",
+            ),
+            (
+                "       16384        4 N2 mm/a.c:1 func:f ",
+                "node 'N2' is not below the header's node count 2",
+            ),
+            (
+                "       16384        4 N99999999999 a.c:1 func:f ",
+                "node 'N99999999999'",
+            ),
+            ("       16384        4 N0 ", "missing tag info after 'N0'"),
+            ("       16384        4 N0", "missing tag info after 'N0'"),
+            (
+                "       16384        4 N0 mm/a.c:1 func:f",
+                "end with a space",
+            ),
+            (
+                "       16384        4  N0 mm/a.c:1 func:f ",
+                "expected N<node> after calls, found ''",
+            ),
+            ("       16384        4 N0 mm/a.c:1 f ", "expected func:"),
+            (
+                "       16384        4 N0 mm/a.c:1 func:f accurate:maybe ",
+                "accurate:yes",
+            ),
+            (
+                "           0        0 N0 mm/a.c:1 func:f ",
+                "row holds nothing",
+            ),
+            (
+                "     16384        4 N0 mm/a.c:1 func:f ",
+                "not right-aligned in 12",
+            ),
+            (
+                "       16384      4 N0 mm/a.c:1 func:f ",
+                "not right-aligned in 8",
+            ),
+            (
+                "       16384       -0 N0 mm/a.c:1 func:f ",
+                "calls '-0' is not a decimal",
+            ),
+        ];
+        for (row, needle) in bad {
+            nodes_fail_on(&format!("{NODES2}{row}\n"), 3, needle);
+        }
+        // --lenient: CRLF line ends and stripped trailing spaces, as for /proc/allocinfo.
+        let mut p = LineParser::new(true);
+        for line in [
+            "allocinfo nodes - version: 1.0, nodes: 1\r",
+            "#     <size>  <calls> <node> <tag info>\r",
+            "          64        1 N0 a.c:1 func:f\r",
+            "",
+        ] {
+            p.feed(line).unwrap();
+        }
+        assert!(matches!(p.finish_any(), Ok(Parsed::Nodes(n)) if n.rows.len() == 1));
     }
 
     #[test]

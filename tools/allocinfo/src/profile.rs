@@ -126,6 +126,14 @@ impl Row {
 impl Serialize for Row {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(9))?;
+        self.serialize_entries(&mut map)?;
+        map.end()
+    }
+}
+
+impl Row {
+    /// The entries of the row's JSON object, for objects that add their own (a node row's node).
+    pub fn serialize_entries<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
         map.serialize_entry("bytes", &self.bytes)?;
         map.serialize_entry("calls", &self.live_calls())?;
         map.serialize_entry("calls_wrapped", &self.calls_wrapped())?;
@@ -139,8 +147,7 @@ impl Serialize for Row {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        map.serialize_entry("fields", &fields)?;
-        map.end()
+        map.serialize_entry("fields", &fields)
     }
 }
 

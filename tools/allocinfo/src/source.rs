@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use crate::cli::SourceMode;
 use crate::error::{Error, Result};
 use crate::ioctl::{self, IoctlError, KernelFilter};
-use crate::parse::{LineParser, ParseError, MAX_LINE};
+use crate::nodes::NodeProfile;
+use crate::parse::{LineParser, ParseError, Parsed, MAX_LINE};
 use crate::profile::Profile;
 
 /// The kernel's file, read when no `--input` is given.
@@ -89,6 +90,99 @@ impl Source {
         self.path.as_os_str() == "-"
     }
 
+    /// Reads the per-node attribution (`--by-node`). A file (`-i`) must be allocinfo_nodes
+    /// text. Live: through GET_BATCH with ALLOCINFO_BATCH_NODES, else (or with --source text)
+    /// from [`DEBUGFS_NODES`]; [`NO_NODES`] with both reasons when neither has the nodes.
+    pub fn read_nodes(&self) -> Result<NodeProfile> {
+        self.used_ioctl.set(false);
+        if !self.is_proc() {
+            return match self.read_text()? {
+                Parsed::Nodes(p) => Ok(p),
+                Parsed::Sites(_) => Err(Error::Refused(format!(
+                    "{}: /proc/allocinfo text has no nodes: --by-node reads a copy of \
+                     {DEBUGFS_NODES}",
+                    self.display()
+                ))),
+            };
+        }
+        let mut why = Vec::new();
+        let mut cut = None;
+        if self.mode != SourceMode::Text {
+            let read = File::open(&self.path)
+                .map_err(IoctlError::Io)
+                .and_then(|f| ioctl::read_nodes(&f, &self.kernel_filter));
+            match read {
+                // auto: a name that may be cut is read in full from the text, if it is there.
+                Ok((p, true)) if self.mode == SourceMode::Auto => cut = Some(p),
+                Ok((p, _)) => {
+                    self.used_ioctl.set(true);
+                    return Ok(p);
+                }
+                // Not root: say so, rather than that the kernel lacks the nodes.
+                Err(IoctlError::Io(e)) if e.kind() == io::ErrorKind::PermissionDenied => {
+                    return Err(self.io_error(e))
+                }
+                Err(e) if self.mode == SourceMode::Ioctl => {
+                    return Err(Error::Refused(format!(
+                        "{NO_NODES} ({PROC_ALLOCINFO}: {})",
+                        nodes_ioctl_failure(&e)
+                    )))
+                }
+                Err(e) => why.push(format!("{PROC_ALLOCINFO}: {}", nodes_ioctl_failure(&e))),
+            }
+        }
+        let text = Source::new(Some(Path::new(DEBUGFS_NODES))).lenient(self.lenient);
+        match text.read_text() {
+            Ok(Parsed::Nodes(p)) => Ok(p),
+            Ok(Parsed::Sites(_)) => Err(Error::Refused(format!(
+                "{DEBUGFS_NODES}: /proc/allocinfo text, not per-node rows"
+            ))),
+            Err(Error::Io { source, .. }) => match cut {
+                Some(p) => {
+                    self.used_ioctl.set(true);
+                    Ok(p)
+                }
+                None => {
+                    let reason = match source.raw_os_error() {
+                        Some(libc::ENODEV) => "ENODEV: per-node attribution off".to_string(),
+                        _ => source.to_string(),
+                    };
+                    why.push(format!("{DEBUGFS_NODES}: {reason}"));
+                    Err(Error::Refused(format!("{NO_NODES} ({})", why.join("; "))))
+                }
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads and parses the text of the source (a file, standard input, or the live file),
+    /// whichever kind it is.
+    fn read_text(&self) -> Result<Parsed> {
+        let result = if self.is_stdin() {
+            read_any(io::stdin().lock(), MAX_INPUT, self.lenient)
+        } else {
+            File::open(&self.path)
+                .map_err(ReadError::Io)
+                .and_then(|f| read_any(f, MAX_INPUT, self.lenient))
+        };
+        result.map_err(|e| self.read_error(e))
+    }
+
+    fn read_error(&self, e: ReadError) -> Error {
+        match e {
+            ReadError::Io(e) => self.io_error(e),
+            ReadError::Parse(source) => Error::Parse {
+                path: self.display(),
+                source,
+            },
+            ReadError::TooLarge(limit) => Error::Refused(format!(
+                "{}: more than {} MiB of input, far more than any allocinfo file",
+                self.display(),
+                limit >> 20
+            )),
+        }
+    }
+
     /// Reads and parses the whole source once, checking each line as it arrives.
     pub fn read(&self) -> Result<Profile> {
         self.used_ioctl.set(false);
@@ -113,18 +207,7 @@ impl Source {
                 .map_err(ReadError::Io)
                 .and_then(|f| read_profile(f, MAX_INPUT, self.lenient))
         };
-        result.map_err(|e| match e {
-            ReadError::Io(e) => self.io_error(e),
-            ReadError::Parse(source) => Error::Parse {
-                path: self.display(),
-                source,
-            },
-            ReadError::TooLarge(limit) => Error::Refused(format!(
-                "{}: more than {} MiB of input, far more than any allocinfo file",
-                self.display(),
-                limit >> 20
-            )),
-        })
+        result.map_err(|e| self.read_error(e))
     }
 }
 
@@ -139,8 +222,44 @@ fn refused(e: IoctlError) -> Error {
             format!("{PROC_ALLOCINFO}: modules were loaded or unloaded during each of 5 walks")
         }
         IoctlError::NoSampling => format!("{PROC_ALLOCINFO}: no batch record flags"),
+        IoctlError::TooManyNodes(n) => format!("{PROC_ALLOCINFO}: {}", too_many_nodes(n)),
         IoctlError::Io(e) => format!("{PROC_ALLOCINFO}: ioctl: {e}"),
     })
+}
+
+fn too_many_nodes(n: usize) -> String {
+    format!(
+        "{n} node ids ({}) are more than a record of {} bytes holds",
+        ioctl::NODE_POSSIBLE,
+        ioctl::RECORD_SIZE_MAX
+    )
+}
+
+/// The kernel's per-node text, read by `--by-node` when the ioctl cannot give the nodes.
+pub const DEBUGFS_NODES: &str = "/sys/kernel/debug/allocinfo_nodes";
+
+/// What `--by-node` says when neither the ioctl nor the text has the nodes.
+pub const NO_NODES: &str = "per-node attribution is not available: boot with alloc_tag_node=1 \
+                            on a CONFIG_MEM_ALLOC_PROFILING_NUMA kernel";
+
+/// Why ALLOCINFO_BATCH_NODES could not be used, in words.
+fn nodes_ioctl_failure(e: &IoctlError) -> String {
+    match e {
+        IoctlError::Unsupported => "no allocinfo ioctls (Linux before 7.3)".to_string(),
+        IoctlError::Unstable => {
+            "modules were loaded or unloaded during each of 5 walks".to_string()
+        }
+        IoctlError::NoSampling => "no batch record flags".to_string(),
+        IoctlError::TooManyNodes(n) => too_many_nodes(*n),
+        IoctlError::Io(e) => match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP) => {
+                "EOPNOTSUPP: several nodes and per-node attribution off".to_string()
+            }
+            Some(libc::EINVAL) => "EINVAL: this kernel has no ALLOCINFO_BATCH_NODES".to_string(),
+            Some(libc::ENOTTY) => "ENOTTY: this kernel has no ALLOCINFO_IOC_GET_BATCH".to_string(),
+            _ => e.to_string(),
+        },
+    }
 }
 
 /// Reads one source again and again (`watch`): through the ioctls, with an open file that keeps
@@ -222,6 +341,13 @@ pub fn read_profile(r: impl Read, limit: u64, lenient: bool) -> Result<Profile, 
     let mut parser = LineParser::new(lenient);
     read_lines(r, limit, |line| parser.feed_bytes(line))?;
     parser.finish().map_err(ReadError::Parse)
+}
+
+/// As [`read_profile`], keeping allocinfo_nodes text per node.
+pub fn read_any(r: impl Read, limit: u64, lenient: bool) -> Result<Parsed, ReadError> {
+    let mut parser = LineParser::new(lenient);
+    read_lines(r, limit, |line| parser.feed_bytes(line))?;
+    parser.finish_any().map_err(ReadError::Parse)
 }
 
 /// Feeds `r` to `feed` one line at a time (without its `\n`), refusing more than `limit` bytes

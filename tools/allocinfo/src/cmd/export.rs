@@ -15,6 +15,7 @@ use crate::cli::{ExportArgs, ExportFormat};
 use crate::cmd::{output_error, write_output};
 use crate::error::{Error, Result};
 use crate::format::{csv, folded, pprof};
+use crate::nodes::NodeProfile;
 use crate::profile::{Profile, Site, SiteTotals, Version};
 
 /// One exposed series.
@@ -35,8 +36,8 @@ pub struct Family {
     pub samples: Vec<Sample>,
 }
 
-/// The label names, in the order they are printed.
-const LABELS: [&str; 4] = ["file", "line", "function", "module"];
+/// The label names, in the order they are printed; `node` only with --by-node.
+const LABELS: [&str; 5] = ["file", "line", "function", "module", "node"];
 
 /// The sites (rows with the same tag text summed) that pass the filters and --min-size.
 pub fn selected_sites<'a>(profile: &'a Profile, args: &ExportArgs) -> Vec<(&'a Site, SiteTotals)> {
@@ -50,12 +51,50 @@ pub fn selected_sites<'a>(profile: &'a Profile, args: &ExportArgs) -> Vec<(&'a S
         .collect()
 }
 
+/// The (site, node) pairs (rows with the same tag text and node summed) that pass the filters and
+/// --min-size, which applies to each pair; by site, then node.
+pub fn selected_site_nodes<'a>(
+    profile: &'a NodeProfile,
+    args: &ExportArgs,
+) -> Vec<(&'a Site, u32, SiteTotals)> {
+    let filter = args.filter.to_filter(None);
+    profile
+        .by_site_node()
+        .into_iter()
+        .filter(|((site, _), t)| {
+            filter.matches_site(site) && args.min_size.is_none_or(|m| t.bytes >= i128::from(m))
+        })
+        .map(|((site, node), t)| (site, node, t))
+        .collect()
+}
+
 /// Builds the metric families for the sites of `profile` that pass the filters.
 pub fn families(profile: &Profile, args: &ExportArgs) -> Vec<Family> {
+    let samples = selected_sites(profile, args)
+        .into_iter()
+        .map(|(site, t)| (site, None, t));
+    // Only version 2.0 reports accuracy, so for 1.0 an empty family would claim too much.
+    families_of(samples, profile.version == Version::V2_0)
+}
+
+/// Builds the metric families for the (site, node) pairs of `profile` that pass the filters: the
+/// families of [`families`] with a `node` label.
+pub fn node_families(profile: &NodeProfile, args: &ExportArgs) -> Vec<Family> {
+    let samples = selected_site_nodes(profile, args)
+        .into_iter()
+        .map(|(site, node, t)| (site, Some(node), t));
+    // allocinfo_nodes and the ioctl records say which tags are accurate.
+    families_of(samples, true)
+}
+
+fn families_of<'a>(
+    samples: impl Iterator<Item = (&'a Site, Option<u32>, SiteTotals)>,
+    with_inaccurate: bool,
+) -> Vec<Family> {
     let mut bytes = Vec::new();
     let mut calls = Vec::new();
     let mut inaccurate = Vec::new();
-    for (site, t) in selected_sites(profile, args) {
+    for (site, node, t) in samples {
         let labels: BTreeMap<&'static str, String> = [
             ("file", site.file.clone()),
             ("line", site.line.to_string()),
@@ -63,6 +102,7 @@ pub fn families(profile: &Profile, args: &ExportArgs) -> Vec<Family> {
             ("module", site.module.clone().unwrap_or_default()),
         ]
         .into_iter()
+        .chain(node.map(|n| ("node", n.to_string())))
         .collect();
         if t.inaccurate {
             inaccurate.push(Sample {
@@ -95,8 +135,7 @@ pub fn families(profile: &Profile, args: &ExportArgs) -> Vec<Family> {
             samples: calls,
         },
     ];
-    // Only version 2.0 reports accuracy, so for 1.0 an empty family would claim too much.
-    if profile.version == Version::V2_0 {
+    if with_inaccurate {
         out.push(Family {
             name: "allocinfo_inaccurate",
             kind: "gauge",
@@ -142,7 +181,8 @@ pub fn render(families: &[Family], format: ExportFormat) -> String {
         for s in &f.samples {
             out.push_str(f.name);
             out.push('{');
-            for (i, name) in LABELS.iter().enumerate() {
+            let present = LABELS.iter().filter(|n| s.labels.contains_key(*n));
+            for (i, name) in present.enumerate() {
                 let value = s.labels.get(name).map_or("", String::as_str);
                 let sep = if i == 0 { "" } else { "," };
                 let _ = write!(out, "{sep}{name}=\"{}\"", escape_label(value));
@@ -162,6 +202,72 @@ struct ExportJson<'a> {
     families: &'a [Family],
 }
 
+/// Refuses `--by-node` with a format that has no place for the node (folded), before any input
+/// is read.
+pub fn check_by_node(args: &ExportArgs) -> Result<()> {
+    if args.by_node && args.format == ExportFormat::Folded {
+        return Err(Error::Usage(
+            "--by-node applies to export -f prometheus, openmetrics, csv and pprof, not folded"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs `export --by-node`: as [`run`], one sample (or CSV line) per site and node.
+pub fn run_nodes(
+    profile: &NodeProfile,
+    source: &str,
+    now_ms: i64,
+    args: &ExportArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    check_by_node(args)?;
+    let data = match (args.format, json) {
+        (ExportFormat::Prometheus | ExportFormat::Openmetrics, true) => {
+            exposition_json(&node_families(profile, args), args.format)?
+        }
+        (ExportFormat::Prometheus | ExportFormat::Openmetrics, false) => {
+            render(&node_families(profile, args), args.format).into_bytes()
+        }
+        (_, true) => {
+            return Err(Error::Usage(
+                "--json applies to export -f prometheus and openmetrics only".into(),
+            ))
+        }
+        (ExportFormat::Csv, false) => {
+            csv::render_nodes(&selected_site_nodes(profile, args)).into_bytes()
+        }
+        // Refused by check_by_node.
+        (ExportFormat::Folded, false) => Vec::new(),
+        (ExportFormat::Pprof, false) => {
+            let unix_ms = profile.snapshot.as_ref().map_or(now_ms, |m| m.unix_ms);
+            let comment = format!("allocinfo nodes from {source}");
+            pprof::render_nodes(&selected_site_nodes(profile, args), unix_ms, &comment)
+        }
+    };
+    match &args.output {
+        Some(path) => write_output(path, &data),
+        None => out.write_all(&data).map_err(output_error),
+    }
+}
+
+/// The JSON form of an exposition.
+fn exposition_json(fams: &[Family], format: ExportFormat) -> Result<Vec<u8>> {
+    let doc = ExportJson {
+        format: match format {
+            ExportFormat::Openmetrics => "openmetrics",
+            _ => "prometheus",
+        },
+        families: fams,
+    };
+    let mut s = serde_json::to_string_pretty(&doc)
+        .map_err(|e| Error::io("writing JSON", std::io::Error::from(e)))?;
+    s.push('\n');
+    Ok(s.into_bytes())
+}
+
 /// Runs `export`, printing or writing to `-o` the exposition (or its JSON form). `now_ms` stamps
 /// a pprof profile read from a live source; a snapshot keeps its own time.
 pub fn run(
@@ -174,18 +280,7 @@ pub fn run(
 ) -> Result<()> {
     let data = match (args.format, json) {
         (ExportFormat::Prometheus | ExportFormat::Openmetrics, true) => {
-            let fams = families(profile, args);
-            let doc = ExportJson {
-                format: match args.format {
-                    ExportFormat::Openmetrics => "openmetrics",
-                    _ => "prometheus",
-                },
-                families: &fams,
-            };
-            let mut s = serde_json::to_string_pretty(&doc)
-                .map_err(|e| Error::io("writing JSON", std::io::Error::from(e)))?;
-            s.push('\n');
-            s.into_bytes()
+            exposition_json(&families(profile, args), args.format)?
         }
         (ExportFormat::Prometheus | ExportFormat::Openmetrics, false) => {
             render(&families(profile, args), args.format).into_bytes()

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::cli::{SortKey, TopArgs};
 use crate::cmd::{count, output_error, show_size, write_json};
 use crate::error::Result;
+use crate::nodes::{node_name, NodeProfile, NodeRow};
 use crate::profile::{Profile, Row, Version};
 use crate::render::row_line;
 
@@ -32,8 +33,20 @@ pub struct TopReport<'a> {
 /// Ranks rows; ties are broken by comparing the rows' text the way `sort -g | tail` does, so that
 /// `top -n N` and `sort -g /proc/allocinfo | tail -n N` pick the same sites.
 pub fn rank<'a>(rows: impl Iterator<Item = &'a Row>, key: SortKey) -> Vec<&'a Row> {
-    let mut keyed: Vec<(String, &Row)> = rows.map(|r| (row_line(r), r)).collect();
+    rank_by(rows, key, |r| r, row_line)
+}
+
+/// Ranks items holding a row; ties are broken by comparing `line(item)` as [`rank`] compares the
+/// rows' text.
+fn rank_by<'a, T>(
+    items: impl Iterator<Item = &'a T>,
+    key: SortKey,
+    row: impl Fn(&T) -> &Row,
+    line: impl Fn(&T) -> String,
+) -> Vec<&'a T> {
+    let mut keyed: Vec<(String, &T)> = items.map(|r| (line(r), r)).collect();
     keyed.sort_by(|(la, a), (lb, b)| {
+        let (a, b) = (row(a), row(b));
         let primary = match key {
             SortKey::Size => b.bytes.cmp(&a.bytes),
             SortKey::Calls => b
@@ -66,6 +79,127 @@ pub fn top<'a>(profile: &'a Profile, source: &str, args: &TopArgs) -> TopReport<
         total_calls,
         wrapped_calls,
         rows,
+    }
+}
+
+/// What `top --by-node` found; the JSON output is this structure.
+#[derive(Debug, Serialize)]
+pub struct TopNodeReport<'a> {
+    pub by_node: bool,
+    pub source: String,
+    /// Node ids (0 to nodes - 1).
+    pub nodes: u32,
+    /// Rows (a site on a node) in the input.
+    pub node_rows: usize,
+    /// Rows passing the filters.
+    pub matched: usize,
+    pub total_bytes: i128,
+    /// Live allocations, leaving out rows whose count is negative.
+    pub total_calls: i128,
+    /// Matched rows whose call count is negative, left out of `total_calls`.
+    pub wrapped_calls: usize,
+    pub rows: Vec<&'a NodeRow>,
+}
+
+/// Builds the `--by-node` report: one row per site and node, ranked as [`top`] ranks sites (ties
+/// broken on the allocinfo_nodes text of the rows, as `sort -g allocinfo_nodes | tail` does).
+pub fn top_nodes<'a>(profile: &'a NodeProfile, source: &str, args: &TopArgs) -> TopNodeReport<'a> {
+    let filter = args.filter.to_filter(args.min_size);
+    let mut rows = rank_by(
+        profile.rows.iter().filter(|r| filter.matches(&r.row)),
+        args.sort,
+        |r| &r.row,
+        NodeRow::line,
+    );
+    let matched = rows.len();
+    let total_bytes = rows.iter().map(|r| i128::from(r.row.bytes)).sum();
+    let total_calls = rows.iter().map(|r| r.row.countable_calls()).sum();
+    let wrapped_calls = rows.iter().filter(|r| r.row.calls_wrapped()).count();
+    if args.lines > 0 {
+        rows.truncate(args.lines);
+    }
+    TopNodeReport {
+        by_node: true,
+        source: source.to_string(),
+        nodes: profile.nodes,
+        node_rows: profile.rows.len(),
+        matched,
+        total_bytes,
+        total_calls,
+        wrapped_calls,
+        rows,
+    }
+}
+
+/// Prints the `--by-node` report: a NODE column, and a totals line counting rows.
+pub fn write_text_nodes(
+    report: &TopNodeReport<'_>,
+    plain: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut w = || -> std::io::Result<()> {
+        writeln!(out, "{:>12} {:>10} {:>5}  SITE", "SIZE", "CALLS", "NODE")?;
+        for r in &report.rows {
+            writeln!(
+                out,
+                "{:>12} {:>10} {:>5}  {}{}",
+                show_size(i128::from(r.row.bytes), plain),
+                r.row.live_calls(),
+                node_name(r.node),
+                r.row.tag_text(),
+                if r.row.calls_wrapped() {
+                    " (negative calls)"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        let at = if report.matched == report.node_rows {
+            count(report.matched, "node row")
+        } else {
+            format!(
+                "{} of {}",
+                report.matched,
+                count(report.node_rows, "node row")
+            )
+        };
+        let allocations = if report.total_calls == 1 {
+            "allocation"
+        } else {
+            "allocations"
+        };
+        let wrapped = match report.wrapped_calls {
+            0 => String::new(),
+            n => format!(
+                "; {} with a negative call count left out of the calls total",
+                count(n, "row")
+            ),
+        };
+        writeln!(
+            out,
+            "total: {} in {} live {allocations} at {at} on {} ({} shown){wrapped}",
+            show_size(report.total_bytes, plain),
+            report.total_calls,
+            count(report.nodes as usize, "node"),
+            report.rows.len()
+        )
+    };
+    w().map_err(output_error)
+}
+
+/// Runs `top --by-node` and prints text or JSON.
+pub fn run_nodes(
+    profile: &NodeProfile,
+    source: &str,
+    args: &TopArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let report = top_nodes(profile, source, args);
+    if json {
+        write_json(out, &report)
+    } else {
+        write_text_nodes(&report, args.bytes, out)
     }
 }
 

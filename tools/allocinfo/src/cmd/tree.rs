@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::cli::{SortKey, TreeArgs, TreeBy};
 use crate::cmd::{output_error, show_size, write_json};
 use crate::error::Result;
+use crate::nodes::{node_name, NodeProfile};
 use crate::profile::{Profile, Row, Site};
 
 /// One group: a path prefix (`mm/`, `mm/slub.c`) or a module, with its sub-groups.
@@ -30,6 +31,9 @@ pub struct TreeReport {
     pub depth: usize,
     /// Groups left out for holding nothing (0 bytes in 0 live allocations); none with --all.
     pub hidden_empty: usize,
+    /// With --by-node: the node ids (0 to nodes - 1); the root's children are the nodes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u32>,
     pub root: Node,
 }
 
@@ -52,8 +56,14 @@ impl Group {
         self.bytes == 0 && self.calls == 0
     }
 
-    /// The node for this group; `hidden` counts the empty groups left out when `!all`.
+    /// The node for this group; `hidden` counts the empty groups left out when `!all`. With
+    /// `shape.by_node`, the children of the root are NUMA nodes, kept in node order.
     fn into_node(self, name: String, shape: &Shape, hidden: &mut usize) -> Node {
+        let nodes_below = shape.by_node && name == ROOT;
+        let shape = &Shape {
+            by_node: false,
+            ..*shape
+        };
         let (sort, min_size) = (shape.sort, shape.min_size);
         let mut children = Vec::new();
         for (n, g) in self.children {
@@ -66,13 +76,17 @@ impl Group {
             }
             children.push(g.into_node(n, shape, hidden));
         }
-        children.sort_by(|a, b| {
-            let primary = match sort {
-                SortKey::Size => b.bytes.cmp(&a.bytes),
-                SortKey::Calls => b.calls.cmp(&a.calls).then(b.bytes.cmp(&a.bytes)),
-            };
-            primary.then_with(|| a.name.cmp(&b.name))
-        });
+        if nodes_below {
+            children.sort_by_key(|c| c.name.get(1..).and_then(|n| n.parse::<u32>().ok()));
+        } else {
+            children.sort_by(|a, b| {
+                let primary = match sort {
+                    SortKey::Size => b.bytes.cmp(&a.bytes),
+                    SortKey::Calls => b.calls.cmp(&a.calls).then(b.bytes.cmp(&a.bytes)),
+                };
+                primary.then_with(|| a.name.cmp(&b.name))
+            });
+        }
         Node {
             name,
             bytes: self.bytes,
@@ -91,11 +105,17 @@ impl Group {
 }
 
 /// How the groups are pruned and ordered.
+#[derive(Clone, Copy)]
 struct Shape {
     sort: SortKey,
     min_size: Option<i64>,
     all: bool,
+    /// The root's children are NUMA nodes.
+    by_node: bool,
 }
+
+/// The name of the root group.
+const ROOT: &str = "(all)";
 
 /// The group names a row falls into, outermost first.
 fn group_keys(row: &Row, by: TreeBy, depth: usize) -> Vec<String> {
@@ -130,13 +150,39 @@ pub fn site_group_keys(site: &Site, by: TreeBy, depth: usize) -> Vec<String> {
 
 /// Builds the report for `args` over `profile`.
 pub fn tree(profile: &Profile, args: &TreeArgs) -> TreeReport {
+    build(profile.rows.iter().map(|r| (r, None)), None, args)
+}
+
+/// Builds the `--by-node` report: under the root, one group per node (`N0`, `N1`, in node
+/// order), and under each the grouping of `--by`. The root's site count is that of distinct
+/// sites; a node's, of the sites holding something on it.
+pub fn tree_nodes(profile: &NodeProfile, args: &TreeArgs) -> TreeReport {
+    let filter = args.filter.to_filter(None);
+    let sites = NodeProfile::distinct_sites(
+        profile
+            .rows
+            .iter()
+            .filter(|r| filter.matches_site(&r.row.site)),
+    );
+    let rows = profile.rows.iter().map(|r| (&r.row, Some(r.node)));
+    let mut report = build(rows, Some(profile.nodes), args);
+    report.root.sites = sites;
+    report
+}
+
+fn build<'a>(
+    rows: impl Iterator<Item = (&'a Row, Option<u32>)>,
+    nodes: Option<u32>,
+    args: &TreeArgs,
+) -> TreeReport {
     let depth = args.depth.unwrap_or(default_depth(args.by));
     let filter = args.filter.to_filter(None);
     let mut root = Group::default();
-    for row in profile.rows.iter().filter(|r| filter.matches_site(&r.site)) {
+    for (row, node) in rows.filter(|(r, _)| filter.matches_site(&r.site)) {
         root.add(row);
         let mut group = &mut root;
-        for key in group_keys(row, args.by, depth) {
+        let keys = node.map(node_name).into_iter();
+        for key in keys.chain(group_keys(row, args.by, depth)) {
             group = group.children.entry(key).or_default();
             group.add(row);
         }
@@ -145,9 +191,10 @@ pub fn tree(profile: &Profile, args: &TreeArgs) -> TreeReport {
         sort: args.sort,
         min_size: args.min_size,
         all: args.all,
+        by_node: nodes.is_some(),
     };
     let mut hidden_empty = 0;
-    let root = root.into_node("(all)".to_string(), &shape, &mut hidden_empty);
+    let root = root.into_node(ROOT.to_string(), &shape, &mut hidden_empty);
     TreeReport {
         by: match args.by {
             TreeBy::Path => "path",
@@ -155,6 +202,7 @@ pub fn tree(profile: &Profile, args: &TreeArgs) -> TreeReport {
         },
         depth,
         hidden_empty,
+        nodes,
         root,
     }
 }
@@ -178,14 +226,33 @@ fn write_node(node: &Node, level: usize, plain: bool, out: &mut dyn Write) -> st
 
 /// Runs `tree` and prints an indented table or JSON.
 pub fn run(profile: &Profile, args: &TreeArgs, json: bool, out: &mut dyn Write) -> Result<()> {
-    let report = tree(profile, args);
+    write_report(&tree(profile, args), args, json, out)
+}
+
+/// Runs `tree --by-node` and prints an indented table or JSON.
+pub fn run_nodes(
+    profile: &NodeProfile,
+    args: &TreeArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    write_report(&tree_nodes(profile, args), args, json, out)
+}
+
+fn write_report(
+    report: &TreeReport,
+    args: &TreeArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
     if json {
-        return write_json(out, &report);
+        return write_json(out, report);
     }
-    let heading = if args.by == TreeBy::Module {
-        "MODULE"
-    } else {
-        "PATH"
+    let heading = match (report.nodes.is_some(), args.by) {
+        (false, TreeBy::Module) => "MODULE",
+        (false, TreeBy::Path) => "PATH",
+        (true, TreeBy::Module) => "NODE / MODULE",
+        (true, TreeBy::Path) => "NODE / PATH",
     };
     writeln!(
         out,

@@ -17,19 +17,43 @@ pub fn field(value: &str) -> String {
     }
 }
 
+/// The header line of `--by-node`, without its line end.
+pub const NODE_HEADER: &str = "file,line,module,function,node,bytes,calls,calls_wrapped,inaccurate";
+
 /// The whole file, CRLF line ends as RFC 4180 asks. `module` is empty for built-in code.
 pub fn render(sites: &[(&Site, SiteTotals)]) -> String {
-    let mut out = String::with_capacity(80 * (sites.len() + 1));
-    out.push_str(HEADER);
+    let rows: Vec<_> = sites.iter().map(|&(site, t)| (site, None, t)).collect();
+    render_rows(HEADER, &rows)
+}
+
+/// As [`render`], one line per site and node, the node id in the column `node`.
+pub fn render_nodes(sites: &[(&Site, u32, SiteTotals)]) -> String {
+    let rows: Vec<_> = sites
+        .iter()
+        .map(|&(site, node, t)| (site, Some(node), t))
+        .collect();
+    render_rows(NODE_HEADER, &rows)
+}
+
+fn render_rows(header: &str, rows: &[(&Site, Option<u32>, SiteTotals)]) -> String {
+    let mut out = String::with_capacity(80 * (rows.len() + 1));
+    out.push_str(header);
     out.push_str("\r\n");
-    for (site, t) in sites {
+    for (site, node, t) in rows {
         let _ = write!(
             out,
-            "{},{},{},{},{},{},{},{}\r\n",
+            "{},{},{},{},",
             field(&site.file),
             site.line,
             field(site.module.as_deref().unwrap_or("")),
             field(&site.function),
+        );
+        if let Some(node) = node {
+            let _ = write!(out, "{node},");
+        }
+        let _ = write!(
+            out,
+            "{},{},{},{}\r\n",
             t.bytes,
             t.calls,
             u8::from(t.wrapped),
@@ -63,6 +87,10 @@ mod tests {
         assert_eq!(
             render(&[(&site, t)]),
             format!("{HEADER}\r\n\"fs/a,b.c\",7,m,f,-4096,-1,1,0\r\n")
+        );
+        assert_eq!(
+            render_nodes(&[(&site, 3, t)]),
+            format!("{NODE_HEADER}\r\n\"fs/a,b.c\",7,m,f,3,-4096,-1,1,0\r\n")
         );
     }
 }

@@ -161,13 +161,34 @@ fn label(strings: &mut Strings, key: &str, value: &str) -> Message {
 
 /// The encoded profile. `unix_ms` is when the data was read; `comment` says from where.
 pub fn render(sites: &[(&Site, SiteTotals)], unix_ms: i64, comment: &str) -> Vec<u8> {
+    let samples: Vec<_> = sites.iter().map(|&(site, t)| (site, None, t)).collect();
+    render_samples(&samples, unix_ms, comment)
+}
+
+/// As [`render`], one sample per site and node, with the node id as the string label `node`
+/// (`"1"`); the samples of one site share its location.
+pub fn render_nodes(sites: &[(&Site, u32, SiteTotals)], unix_ms: i64, comment: &str) -> Vec<u8> {
+    let samples: Vec<_> = sites
+        .iter()
+        .map(|&(site, node, t)| (site, Some(node), t))
+        .collect();
+    render_samples(&samples, unix_ms, comment)
+}
+
+fn render_samples(
+    sites: &[(&Site, Option<u32>, SiteTotals)],
+    unix_ms: i64,
+    comment: &str,
+) -> Vec<u8> {
     let (mut strings, mut profile) = start();
 
     // Interned first, as it always was: the output stays byte for byte the same.
     strings.id("module");
     // One function per (name, file): sites on several lines of a function share it.
     let mut functions: HashMap<(&str, &str), i64> = HashMap::new();
-    for (i, (site, t)) in sites.iter().enumerate() {
+    // One location per site: the samples of its nodes share it.
+    let mut locations: HashMap<&Site, i64> = HashMap::new();
+    for (site, node, t) in sites {
         let next_id = functions.len() as i64 + 1;
         let function_id = *functions
             .entry((site.function.as_str(), site.file.as_str()))
@@ -182,20 +203,27 @@ pub fn render(sites: &[(&Site, SiteTotals)], unix_ms: i64, comment: &str) -> Vec
                 next_id
             });
 
-        let location_id = i as i64 + 1;
-        let mut line = Message::default();
-        line.int(field::LINE_FUNCTION_ID, function_id);
-        line.int(field::LINE_LINE, i64::from(site.line));
-        let mut location = Message::default();
-        location.int(field::LOCATION_ID, location_id);
-        location.message(field::LOCATION_LINE, line);
-        profile.message(field::PROFILE_LOCATION, location);
+        let next_id = locations.len() as i64 + 1;
+        let location_id = *locations.entry(site).or_insert_with(|| {
+            let mut line = Message::default();
+            line.int(field::LINE_FUNCTION_ID, function_id);
+            line.int(field::LINE_LINE, i64::from(site.line));
+            let mut location = Message::default();
+            location.int(field::LOCATION_ID, next_id);
+            location.message(field::LOCATION_LINE, line);
+            profile.message(field::PROFILE_LOCATION, location);
+            next_id
+        });
 
-        let label = label(&mut strings, "module", site.module_or_vmlinux());
+        let module = label(&mut strings, "module", site.module_or_vmlinux());
         let mut sample = Message::default();
         sample.packed(field::SAMPLE_LOCATION_ID, &[location_id]);
         sample.packed(field::SAMPLE_VALUE, &[saturate(t.calls), saturate(t.bytes)]);
-        sample.message(field::SAMPLE_LABEL, label);
+        sample.message(field::SAMPLE_LABEL, module);
+        if let Some(node) = node {
+            let node = label(&mut strings, "node", &node.to_string());
+            sample.message(field::SAMPLE_LABEL, node);
+        }
         profile.message(field::PROFILE_SAMPLE, sample);
     }
     finish(strings, profile, unix_ms, comment)
