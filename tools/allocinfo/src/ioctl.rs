@@ -691,13 +691,14 @@ pub fn node_ids_from(text: &str) -> Option<usize> {
     highest.and_then(|h| h.checked_add(1))
 }
 
-/// This machine's nr_node_ids; 1 where [`NODE_POSSIBLE`] is missing (a kernel without NUMA).
-fn node_ids() -> Result<usize, IoctlError> {
-    match std::fs::read_to_string(NODE_POSSIBLE) {
+/// This machine's nr_node_ids from `possible` ([`NODE_POSSIBLE`]); 1 where it is missing (a
+/// kernel without NUMA).
+fn node_ids(possible: &std::path::Path) -> Result<usize, IoctlError> {
+    match std::fs::read_to_string(possible) {
         Ok(text) => node_ids_from(&text).ok_or_else(|| {
             IoctlError::Io(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("{NODE_POSSIBLE}: not a list of node ids: {text:?}"),
+                format!("{}: not a list of node ids: {text:?}", possible.display()),
             ))
         }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(1),
@@ -731,7 +732,7 @@ fn get_batch_sized(
 /// true when a name may have been cut (see [`read`]). Errors as the kernel gives them:
 /// EOPNOTSUPP (several nodes, attribution off), EINVAL (no such flag, or a record too small).
 pub fn read_nodes(file: &File, filter: &KernelFilter) -> Result<(NodeProfile, bool), IoctlError> {
-    let ids = node_ids()?;
+    let ids = node_ids(std::path::Path::new(NODE_POSSIBLE))?;
     let kind = RecordKind::Data;
     let record_size = kind.node_record_size(ids);
     if record_size > RECORD_SIZE_MAX {
@@ -1052,6 +1053,16 @@ mod tests {
         for bad in ["", "\n", "x", "3-1", "0-", "-1", "0,,1"] {
             assert_eq!(node_ids_from(bad), None, "{bad:?}");
         }
+        let missing = std::path::Path::new("/nonexistent/node/possible");
+        assert!(matches!(node_ids(missing), Ok(1)), "no NUMA: one node");
+        let dir = std::env::temp_dir().join(format!("allocinfo-possible-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("possible");
+        std::fs::write(&file, "0-3\n").unwrap();
+        assert!(matches!(node_ids(&file), Ok(4)));
+        std::fs::write(&file, "zero\n").unwrap();
+        assert!(matches!(node_ids(&file), Err(IoctlError::Io(_))));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct Source {
     kernel_filter: KernelFilter,
     /// Whether the last read went through the ioctls.
     used_ioctl: Cell<bool>,
+    /// Whether the last read of the nodes (live) was of [`DEBUGFS_NODES`].
+    used_debugfs: Cell<bool>,
 }
 
 impl Source {
@@ -36,6 +38,7 @@ impl Source {
             mode: SourceMode::Text,
             kernel_filter: KernelFilter::default(),
             used_ioctl: Cell::new(false),
+            used_debugfs: Cell::new(false),
         }
     }
 
@@ -61,9 +64,12 @@ impl Source {
         self.path == Path::new(PROC_ALLOCINFO)
     }
 
-    /// The path, with ` (ioctl)` when the last read used the ioctls.
+    /// The path, with ` (ioctl)` when the last read used the ioctls; the debugfs file when the
+    /// nodes were read from it.
     pub fn described(&self) -> String {
-        if self.used_ioctl.get() {
+        if self.used_debugfs.get() {
+            DEBUGFS_NODES.to_string()
+        } else if self.used_ioctl.get() {
             format!("{} (ioctl)", self.display())
         } else {
             self.display()
@@ -95,6 +101,7 @@ impl Source {
     /// from [`DEBUGFS_NODES`]; [`NO_NODES`] with both reasons when neither has the nodes.
     pub fn read_nodes(&self) -> Result<NodeProfile> {
         self.used_ioctl.set(false);
+        self.used_debugfs.set(false);
         if !self.is_proc() {
             return match self.read_text()? {
                 Parsed::Nodes(p) => Ok(p),
@@ -133,7 +140,10 @@ impl Source {
         }
         let text = Source::new(Some(Path::new(DEBUGFS_NODES))).lenient(self.lenient);
         match text.read_text() {
-            Ok(Parsed::Nodes(p)) => Ok(p),
+            Ok(Parsed::Nodes(p)) => {
+                self.used_debugfs.set(true);
+                Ok(p)
+            }
             Ok(Parsed::Sites(_)) => Err(Error::Refused(format!(
                 "{DEBUGFS_NODES}: /proc/allocinfo text, not per-node rows"
             ))),
@@ -186,6 +196,7 @@ impl Source {
     /// Reads and parses the whole source once, checking each line as it arrives.
     pub fn read(&self) -> Result<Profile> {
         self.used_ioctl.set(false);
+        self.used_debugfs.set(false);
         if self.mode != SourceMode::Text && self.is_proc() {
             let file = File::open(&self.path).map_err(|e| self.io_error(e))?;
             match ioctl::read(&file, &self.kernel_filter) {

@@ -589,6 +589,59 @@ fn plain_input_of_nodes_sums_each_tags_nodes() {
         "file,line,module,function,bytes,calls,calls_wrapped,inaccurate\r\n\
          fs/ext4/super.c,100,ext4,ext4_fill_super,66560,17,0,1\r\n"
     );
+    assert_eq!(
+        ok(&["tree", "--by", "module", "-i", &f]),
+        "        SIZE      CALLS  SITES  MODULE\n\
+         \x20  353.5 KiB         91      6  (all)\n\
+         \x20  288.0 KiB         72      4    vmlinux\n\
+         \x20   65.0 KiB         17      1    ext4\n\
+         \x20      512 B          2      1    alloc_tag_test\n"
+    );
+    let diff = ok(&["diff", &f, &fixture("nodes-1.txt")]);
+    assert!(
+        diff.ends_with(
+            "total: 353.5 KiB -> 4.3 MiB (+3.9 MiB), calls 91 -> 1089 (+998); \
+             1 grew, 0 shrank, 1 new, 4 gone, 1 same\n"
+        ),
+        "{diff}"
+    );
+    let same = ok(&["diff", &f, &f]);
+    assert!(
+        same.ends_with("0 grew, 0 shrank, 0 new, 0 gone, 6 same\n"),
+        "{same}"
+    );
+    let watch = ok(&["watch", "--interval", "0.01", "-c", "2", "-i", &f]);
+    assert!(
+        watch.contains(": 353.5 KiB at 6 sites (0 B), 0 grew, 0 trending up\n"),
+        "{watch}"
+    );
+}
+
+#[test]
+fn by_node_reads_standard_input() {
+    let text = std::fs::read(fixture("nodes-1.txt")).unwrap_or_default();
+    let mut child = match Command::new(BIN)
+        .args(["top", "--by-node", "-i", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => panic!("cannot run {BIN}: {e}"),
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write;
+        stdin.write_all(&text).unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.ends_with(
+            "total: 4.3 MiB in 1089 live allocations at 3 node rows on 1 node (3 shown)\n"
+        ),
+        "{out}"
+    );
 }
 
 #[test]

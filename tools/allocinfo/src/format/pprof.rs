@@ -594,6 +594,42 @@ mod tests {
     }
 
     #[test]
+    fn node_samples_share_their_sites_location() {
+        let site = Site {
+            file: "mm/a.c".into(),
+            line: 7,
+            module: Some("m".into()),
+            function: "f".into(),
+        };
+        let t = |bytes, calls| SiteTotals {
+            bytes,
+            calls,
+            ..SiteTotals::default()
+        };
+        let data = render_nodes(&[(&site, 0, t(4096, 1)), (&site, 3, t(-64, -1))], 0, "c");
+        let (_, got) = samples(&data);
+        let labels = |node: &str| {
+            vec![
+                ("module".to_string(), "m".to_string()),
+                ("node".to_string(), node.to_string()),
+            ]
+        };
+        let minus = |v: i64| u64::from_ne_bytes(v.to_ne_bytes());
+        assert_eq!(
+            got,
+            [
+                (vec!["f@mm/a.c".to_string()], vec![1, 4096], labels("0")),
+                (
+                    vec!["f@mm/a.c".to_string()],
+                    vec![minus(-1), minus(-64)],
+                    labels("3")
+                ),
+            ]
+        );
+        assert_eq!(messages(&decode(&data), field::PROFILE_LOCATION).len(), 1);
+    }
+
+    #[test]
     fn string_table_starts_empty_and_interns() {
         let mut s = Strings::new();
         assert_eq!((s.id(""), s.id("a"), s.id("b"), s.id("a")), (0, 1, 2, 1));
