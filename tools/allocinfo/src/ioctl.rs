@@ -747,6 +747,8 @@ pub fn read_nodes(file: &File, filter: &KernelFilter) -> Result<(NodeProfile, bo
         let mut nodes = ids;
         let mut rows = Vec::new();
         let mut any_cut = false;
+        // A batch read under another content id: walk again.
+        let mut stale = false;
         match call(file, GET_AT, &mut get_at) {
             Ok(()) => {
                 let mut flags = kind.node_flags() | BATCH_RESTART;
@@ -754,6 +756,7 @@ pub fn read_nodes(file: &File, filter: &KernelFilter) -> Result<(NodeProfile, bo
                     let (n, cid) = get_batch_sized(file, &mut buf, record_size, flags)
                         .map_err(IoctlError::Io)?;
                     if cid != before {
+                        stale = true;
                         break;
                     }
                     let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_ne_bytes()).collect();
@@ -777,7 +780,7 @@ pub fn read_nodes(file: &File, filter: &KernelFilter) -> Result<(NodeProfile, bo
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
             Err(e) => return Err(IoctlError::Io(e)),
         }
-        if content_id(file)? == before {
+        if !stale && content_id(file)? == before {
             let profile = NodeProfile {
                 nodes: u32::try_from(nodes).unwrap_or(u32::MAX),
                 snapshot: None,
