@@ -142,6 +142,15 @@ for b in $boots; do
 	boot_one "${b%%:*}" "${b#*:}" "$(append_of "${b#*:}")"
 done
 
+# Whether the uffd-unit-tests run of boot log $1 failed in its events tests
+# (events, events-wp: a forked child's uffd racing mremap) and nowhere else.
+uffd_events_only() {
+	local errs
+	errs=$(tr -d '\r' < "$1" | sed -n '/^SUITE: fail mm\/uffd-unit-tests /,/^SUITE: /p' |
+		grep -E '^SUITES:   .*ERROR')
+	[ -n "$errs" ] && ! grep -vqE '^SUITES:   Testing events(-wp)? on [a-z-]+\.\.\. ERROR' <<< "$errs"
+}
+
 # 2. The comparison: every result upstream passes must pass on ours.
 ref=$S/upstream-suites-main.res
 echo "Per suite, passed (of the results) on each boot:"
@@ -168,6 +177,15 @@ while read -r st name rest; do
 		got=$(awk -v n="$name" '$2 == n {print $1; exit}' "$f")
 		if [ "$got" = pass ]; then
 			ok
+		elif [ "$got" = fail ] && [ "$name" = mm/uffd-unit-tests ] &&
+			[[ ${b%%:*} == *debug* ]] && uffd_events_only "$CACHE_DIR/${b%%:*}/logs/suites-${b#*:}.log"; then
+			# Upstream's debug build of the same config fails these
+			# tests too: 3 of 6 rounds of the events tests alone with
+			# THP off, beside ours' 1 of 6 (notes/test-real.md,
+			# "uffd-unit-tests on the debug kernels"); the reference
+			# boot is not a debug build, so it cannot judge them.
+			skip=$((skip + 1))
+			echo "not judged on ${b%%:*} ${b#*:}: $name failed in its events tests only, as upstream's debug build does"
 		elif [ -z "$got" ] && grep -q "^pass ${name%%/*}/ran_its_plan" "$f"; then
 			# The suite ran every test this kernel's build of it has:
 			# its source leaves this one out under this config
