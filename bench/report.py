@@ -462,6 +462,30 @@ def flip_cost(w, med, names):
             w(f"| {l} | " + " | ".join(cells) + " |")
 
 
+def node_cost(w, med, names):
+    """Per-node attribution (issue 34): the NUMA kernel with it compiled out,
+    built but off at boot, and on (alloc_tag_node=1), one QEMU node."""
+    cols = [("numa-node-compiled-out", "compiled out"), ("numa-node-off", "off"),
+            ("numa-node-on", "on")]
+    if not all(n in names for n, _ in cols):
+        return
+    base = cols[0][0]
+    w("\n## Per-node attribution (issue 34)\n")
+    w("The test config with NUMA (harness/kernel-numa.config), profiling on, booted on one "
+      "QEMU node: per-node attribution compiled out (harness/kernel-nonode.config), built "
+      "and off at boot, and on (`alloc_tag_node=1`). Every allocation here is node-local, "
+      "so `on` pays the node path (preemption off around the charge, a node id compared) "
+      "but never the two atomic additions of a remote one.\n")
+    w("| loop | " + " | ".join(t for _, t in cols) + " | off over compiled out | on over compiled out |")
+    w("|---" * (len(cols) + 3) + "|")
+    for l in ("kmalloc", "cache", "page", "order0", "order1", "order2", "order3", "kmalloc_batch"):
+        v = [med.get((n, l)) for n, _ in cols]
+        if None in v:
+            continue
+        w(f"| {l} | " + " | ".join(f"{x:.1f}" for x in v) +
+          f" | {pct(v[1], v[0])} | {pct(v[2], v[0])} |")
+
+
 def section(w, out, prefix, data):
     """Every table of one config set."""
     med, spread = medians(data)
@@ -489,6 +513,7 @@ def section(w, out, prefix, data):
         w(f"| {l} | " + " | ".join(cells) + " |")
     capture_cost(w, med, names)
     flip_cost(w, med, names)
+    node_cost(w, med, names)
 
     w("\n## Rust core against upstream C, same mode\n")
     w("| loop | on | off | never |")

@@ -214,7 +214,7 @@ for f in $valid; do
 		"not ok "*) fail "selftest on $f: $line" ;;
 		esac
 	done <"$work/ktap"
-	grep -q '^1\.\.9$' "$work/ktap" || fail "selftest on $f: no KTAP plan"
+	grep -q '^1\.\.10$' "$work/ktap" || fail "selftest on $f: no KTAP plan"
 done
 
 echo "$passed passed, $failed failed"
