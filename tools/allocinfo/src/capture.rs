@@ -691,13 +691,7 @@ site mm/util.c:650 func:kvmalloc_node_noprof bytes:-4096 calls:18446744073709551
 ";
 
     fn fails_on(text: &str, line: usize, needle: &str) {
-        match parse_report(text) {
-            Ok(r) => panic!("accepted {text:?}: {r:?}"),
-            Err(e) => {
-                assert_eq!(e.line, line, "{e}");
-                assert!(e.message.contains(needle), "{e} lacks {needle:?}");
-            }
-        }
+        crate::parse::assert_refused(parse_report, text, line, needle);
     }
 
     #[test]

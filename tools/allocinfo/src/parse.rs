@@ -37,6 +37,23 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
+/// Checks that `parse` refuses `text` on `line` with a message containing `needle`.
+#[cfg(test)]
+pub(crate) fn assert_refused<T: fmt::Debug>(
+    parse: impl Fn(&str) -> Result<T, ParseError>,
+    text: &str,
+    line: usize,
+    needle: &str,
+) {
+    match parse(text) {
+        Ok(p) => panic!("accepted {text:?} as {p:?}"),
+        Err(e) => {
+            assert_eq!(e.line, line, "{e}");
+            assert!(e.message.contains(needle), "{e} lacks {needle:?}");
+        }
+    }
+}
+
 /// Longest quoted piece of input in a message; more is cut, with its length given.
 const QUOTE_MAX: usize = 60;
 
@@ -397,14 +414,24 @@ fn parse_size_field(line: &str) -> Result<(i64, &str), String> {
     Ok((bytes, rest))
 }
 
+/// The calls field after the size: right-aligned in 8 columns; signed only where `signed`.
+fn parse_calls_field<T>(rest: &str, signed: bool) -> Result<(T, &str), String>
+where
+    T: std::str::FromStr,
+    T::Err: fmt::Display,
+{
+    let (calls_tok, rest) = split_field(rest, CALLS_WIDTH, "calls")?;
+    check_integer(calls_tok, signed, "calls")?;
+    let calls = calls_tok
+        .parse::<T>()
+        .map_err(|e| format!("calls {}: {e}", quote(calls_tok)))?;
+    Ok((calls, rest))
+}
+
 fn parse_row(line: &str, version: Version) -> Result<Row, String> {
     let (bytes, rest) = parse_size_field(line)?;
 
-    let (calls_tok, rest) = split_field(rest, CALLS_WIDTH, "calls")?;
-    check_integer(calls_tok, false, "calls")?;
-    let calls = calls_tok
-        .parse::<u64>()
-        .map_err(|e| format!("calls {}: {e}", quote(calls_tok)))?;
+    let (calls, rest) = parse_calls_field::<u64>(rest, false)?;
 
     let (site, fields) = parse_tag_info(line, rest, version)?;
     Ok(Row {
@@ -421,11 +448,7 @@ fn parse_row(line: &str, version: Version) -> Result<Row, String> {
 fn parse_node_row(line: &str, nodes: u32) -> Result<NodeRow, String> {
     let (bytes, rest) = parse_size_field(line)?;
 
-    let (calls_tok, rest) = split_field(rest, CALLS_WIDTH, "calls")?;
-    check_integer(calls_tok, true, "calls")?;
-    let calls = calls_tok
-        .parse::<i64>()
-        .map_err(|e| format!("calls {}: {e}", quote(calls_tok)))?;
+    let (calls, rest) = parse_calls_field::<i64>(rest, true)?;
 
     let (node_tok, rest) = rest.split_once(' ').unwrap_or((rest, ""));
     let Some(digits) = node_tok.strip_prefix('N') else {
@@ -591,13 +614,7 @@ mod tests {
     }
 
     fn fails_on(text: &str, line: usize, needle: &str) {
-        match parse(text) {
-            Ok(_) => panic!("accepted {text:?}"),
-            Err(e) => {
-                assert_eq!(e.line, line, "{e}");
-                assert!(e.message.contains(needle), "{e} lacks {needle:?}");
-            }
-        }
+        assert_refused(parse, text, line, needle);
     }
 
     #[test]
@@ -744,13 +761,7 @@ mod tests {
                           #     <size>  <calls> <node> <tag info>\n";
 
     fn nodes_fail_on(text: &str, line: usize, needle: &str) {
-        match parse_any(text) {
-            Ok(p) => panic!("accepted {text:?} as {p:?}"),
-            Err(e) => {
-                assert_eq!(e.line, line, "{e}");
-                assert!(e.message.contains(needle), "{e} lacks {needle:?}");
-            }
-        }
+        assert_refused(parse_any, text, line, needle);
     }
 
     #[test]

@@ -168,12 +168,20 @@ impl Source {
     /// Reads and parses the text of the source (a file, standard input, or the live file),
     /// whichever kind it is.
     fn read_text(&self) -> Result<Parsed> {
+        self.read_with(|r| read_any(r, MAX_INPUT, self.lenient))
+    }
+
+    /// Opens the source (standard input or the file) and reads it with `read`.
+    fn read_with<T>(
+        &self,
+        read: impl FnOnce(&mut dyn Read) -> std::result::Result<T, ReadError>,
+    ) -> Result<T> {
         let result = if self.is_stdin() {
-            read_any(io::stdin().lock(), MAX_INPUT, self.lenient)
+            read(&mut io::stdin().lock())
         } else {
             File::open(&self.path)
                 .map_err(ReadError::Io)
-                .and_then(|f| read_any(f, MAX_INPUT, self.lenient))
+                .and_then(|mut f| read(&mut f))
         };
         result.map_err(|e| self.read_error(e))
     }
@@ -211,14 +219,7 @@ impl Source {
                 Err(_) => {}
             }
         }
-        let result = if self.is_stdin() {
-            read_profile(io::stdin().lock(), MAX_INPUT, self.lenient)
-        } else {
-            File::open(&self.path)
-                .map_err(ReadError::Io)
-                .and_then(|f| read_profile(f, MAX_INPUT, self.lenient))
-        };
-        result.map_err(|e| self.read_error(e))
+        self.read_with(|r| read_profile(r, MAX_INPUT, self.lenient))
     }
 }
 

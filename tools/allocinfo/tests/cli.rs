@@ -5,40 +5,14 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_allocinfo");
+mod common;
 
-fn fixture(name: &str) -> String {
-    let mut p = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    p.push("tests/fixtures");
-    p.push(name);
-    p.to_string_lossy().into_owned()
-}
-
-fn run(args: &[&str]) -> Output {
-    match Command::new(BIN).args(args).output() {
-        Ok(o) => o,
-        Err(e) => panic!("cannot run {BIN}: {e}"),
-    }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{fixture, ok, run, stderr, stdout, BIN};
 
 /// The first 300 characters of standard error: enough for any message the tool should print, and
 /// a failing assertion does not print megabytes of echoed input.
 fn stderr_head(o: &Output) -> String {
     stderr(o).chars().take(300).collect()
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = run(args);
-    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
-    stdout(&o)
 }
 
 fn temp_dir(tag: &str) -> PathBuf {

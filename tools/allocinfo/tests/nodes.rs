@@ -3,34 +3,13 @@
 //! export in every format that takes a node, the summed rows of plain `-i`, and the errors.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_allocinfo");
+mod common;
+mod proto;
 
-fn fixture(name: &str) -> String {
-    let mut p = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    p.push("tests/fixtures");
-    p.push(name);
-    p.to_string_lossy().into_owned()
-}
-
-fn run(args: &[&str]) -> Output {
-    match Command::new(BIN).args(args).output() {
-        Ok(o) => o,
-        Err(e) => panic!("cannot run {BIN}: {e}"),
-    }
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = run(args);
-    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use common::{fixture, ok, run, stderr, BIN};
+use proto::{decode, int, messages, packed};
 
 /// Exits with `code`, nothing on standard output, and standard error `want`.
 fn fails(args: &[&str], code: i32, want: &str) {
@@ -377,76 +356,6 @@ fn export_by_node_csv() {
 }
 
 /// A decoded protocol buffer field: a varint or the bytes of a length-delimited one.
-#[derive(Clone, Debug)]
-enum Value {
-    Int(u64),
-    Bytes(Vec<u8>),
-}
-
-fn varint(data: &mut &[u8]) -> u64 {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let Some((&b, rest)) = data.split_first() else {
-            panic!("truncated varint");
-        };
-        *data = rest;
-        v |= u64::from(b & 0x7f) << shift;
-        if b < 0x80 {
-            return v;
-        }
-    }
-    panic!("varint longer than 10 bytes")
-}
-
-/// One message as (field number, value) pairs, in order.
-fn decode(mut data: &[u8]) -> Vec<(u64, Value)> {
-    let mut out = Vec::new();
-    while !data.is_empty() {
-        let key = varint(&mut data);
-        let value = match key & 7 {
-            0 => Value::Int(varint(&mut data)),
-            2 => {
-                let n = varint(&mut data) as usize;
-                let (v, rest) = data.split_at(n);
-                data = rest;
-                Value::Bytes(v.to_vec())
-            }
-            w => panic!("wire type {w}"),
-        };
-        out.push((key >> 3, value));
-    }
-    out
-}
-
-fn int(m: &[(u64, Value)], f: u64) -> u64 {
-    m.iter()
-        .find_map(|(n, v)| match v {
-            Value::Int(i) if *n == f => Some(*i),
-            _ => None,
-        })
-        .unwrap_or(0)
-}
-
-fn messages(m: &[(u64, Value)], f: u64) -> Vec<Vec<u8>> {
-    m.iter()
-        .filter_map(|(n, v)| match v {
-            Value::Bytes(b) if *n == f => Some(b.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn packed(m: &[(u64, Value)], f: u64) -> Vec<i64> {
-    let mut out = Vec::new();
-    for b in messages(m, f) {
-        let mut data = &b[..];
-        while !data.is_empty() {
-            out.push(i64::from_ne_bytes(varint(&mut data).to_ne_bytes()));
-        }
-    }
-    out
-}
-
 /// A pprof sample: `function@file:line`, values, labels.
 type Sample = (String, Vec<i64>, Vec<(String, String)>);
 
@@ -493,7 +402,11 @@ fn pprof_samples(data: &[u8]) -> Vec<Sample> {
                     (s(int(&l, 1)), s(int(&l, 2)))
                 })
                 .collect();
-            (locations[&(ids[0] as u64)].clone(), packed(&m, 2), labels)
+            let values = packed(&m, 2)
+                .into_iter()
+                .map(|v| i64::from_ne_bytes(v.to_ne_bytes()))
+                .collect();
+            (locations[&ids[0]].clone(), values, labels)
         })
         .collect()
 }

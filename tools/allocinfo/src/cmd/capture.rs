@@ -15,7 +15,7 @@ use crate::capture::{self, CaptureSite, Frame, Report, ReportParser, Stack, CAPT
 use crate::cli::{
     CaptureArmArgs, CaptureDisarmArgs, CaptureExportArgs, CaptureFormat, CaptureShowArgs,
 };
-use crate::cmd::{count, output_error, show_size, write_json, write_output};
+use crate::cmd::{count, output_error, show_size, write_data, write_json};
 use crate::error::{Error, Result};
 use crate::format::{folded, pprof};
 use crate::parse::quote;
@@ -448,10 +448,7 @@ pub fn export(
         }
         CaptureFormat::Folded => folded::render_capture(report).into_bytes(),
     };
-    match &args.output {
-        Some(path) => write_output(path, &data),
-        None => out.write_all(&data).map_err(output_error),
-    }
+    write_data(args.output.as_deref(), &data, out)
 }
 
 #[cfg(test)]

@@ -12,11 +12,11 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::cli::{ExportArgs, ExportFormat};
-use crate::cmd::{output_error, write_output};
+use crate::cmd::write_data;
 use crate::error::{Error, Result};
 use crate::format::{csv, folded, pprof};
 use crate::nodes::NodeProfile;
-use crate::profile::{Profile, Site, SiteTotals, Version};
+use crate::profile::{Profile, Site, SiteTotals, SnapshotMeta, Version};
 
 /// One exposed series.
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -224,33 +224,40 @@ pub fn run_nodes(
     out: &mut dyn Write,
 ) -> Result<()> {
     check_by_node(args)?;
-    let data = match (args.format, json) {
-        (ExportFormat::Prometheus | ExportFormat::Openmetrics, true) => {
-            exposition_json(&node_families(profile, args), args.format)?
+    let data = match args.format {
+        ExportFormat::Prometheus | ExportFormat::Openmetrics => {
+            exposition(&node_families(profile, args), args.format, json)?
         }
-        (ExportFormat::Prometheus | ExportFormat::Openmetrics, false) => {
-            render(&node_families(profile, args), args.format).into_bytes()
-        }
-        (_, true) => {
-            return Err(Error::Usage(
-                "--json applies to export -f prometheus and openmetrics only".into(),
-            ))
-        }
-        (ExportFormat::Csv, false) => {
-            csv::render_nodes(&selected_site_nodes(profile, args)).into_bytes()
-        }
+        _ if json => return Err(json_exposition_only()),
+        ExportFormat::Csv => csv::render_nodes(&selected_site_nodes(profile, args)).into_bytes(),
         // Refused by check_by_node.
-        (ExportFormat::Folded, false) => Vec::new(),
-        (ExportFormat::Pprof, false) => {
-            let unix_ms = profile.snapshot.as_ref().map_or(now_ms, |m| m.unix_ms);
+        ExportFormat::Folded => Vec::new(),
+        ExportFormat::Pprof => {
             let comment = format!("allocinfo nodes from {source}");
-            pprof::render_nodes(&selected_site_nodes(profile, args), unix_ms, &comment)
+            let sites = selected_site_nodes(profile, args);
+            pprof::render_nodes(&sites, pprof_time(&profile.snapshot, now_ms), &comment)
         }
     };
-    match &args.output {
-        Some(path) => write_output(path, &data),
-        None => out.write_all(&data).map_err(output_error),
+    write_data(args.output.as_deref(), &data, out)
+}
+
+/// The exposition text of `fams`, or its JSON form.
+fn exposition(fams: &[Family], format: ExportFormat, json: bool) -> Result<Vec<u8>> {
+    if json {
+        exposition_json(fams, format)
+    } else {
+        Ok(render(fams, format).into_bytes())
     }
+}
+
+/// The refusal of `--json` with a format that is not an exposition.
+fn json_exposition_only() -> Error {
+    Error::Usage("--json applies to export -f prometheus and openmetrics only".into())
+}
+
+/// The time of a pprof profile: a snapshot's own, else `now_ms` (read from a live source).
+fn pprof_time(snapshot: &Option<SnapshotMeta>, now_ms: i64) -> i64 {
+    snapshot.as_ref().map_or(now_ms, |m| m.unix_ms)
 }
 
 /// The JSON form of an exposition.
@@ -278,32 +285,20 @@ pub fn run(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let data = match (args.format, json) {
-        (ExportFormat::Prometheus | ExportFormat::Openmetrics, true) => {
-            exposition_json(&families(profile, args), args.format)?
+    let data = match args.format {
+        ExportFormat::Prometheus | ExportFormat::Openmetrics => {
+            exposition(&families(profile, args), args.format, json)?
         }
-        (ExportFormat::Prometheus | ExportFormat::Openmetrics, false) => {
-            render(&families(profile, args), args.format).into_bytes()
-        }
-        (_, true) => {
-            return Err(Error::Usage(
-                "--json applies to export -f prometheus and openmetrics only".into(),
-            ))
-        }
-        (ExportFormat::Csv, false) => csv::render(&selected_sites(profile, args)).into_bytes(),
-        (ExportFormat::Folded, false) => {
-            folded::render(&selected_sites(profile, args)).into_bytes()
-        }
-        (ExportFormat::Pprof, false) => {
-            let unix_ms = profile.snapshot.as_ref().map_or(now_ms, |m| m.unix_ms);
+        _ if json => return Err(json_exposition_only()),
+        ExportFormat::Csv => csv::render(&selected_sites(profile, args)).into_bytes(),
+        ExportFormat::Folded => folded::render(&selected_sites(profile, args)).into_bytes(),
+        ExportFormat::Pprof => {
             let comment = format!("allocinfo {} from {source}", profile.version.as_str());
-            pprof::render(&selected_sites(profile, args), unix_ms, &comment)
+            let sites = selected_sites(profile, args);
+            pprof::render(&sites, pprof_time(&profile.snapshot, now_ms), &comment)
         }
     };
-    match &args.output {
-        Some(path) => write_output(path, &data),
-        None => out.write_all(&data).map_err(output_error),
-    }
+    write_data(args.output.as_deref(), &data, out)
 }
 
 #[cfg(test)]

@@ -57,6 +57,14 @@ pub fn show_delta(bytes: i128, plain: bool) -> String {
     }
 }
 
+/// Writes `data` to `--output` as [`write_output`] does, or without one to standard output.
+pub fn write_data(output: Option<&Path>, data: &[u8], out: &mut dyn Write) -> Result<()> {
+    match output {
+        Some(path) => write_output(path, data),
+        None => out.write_all(data).map_err(output_error),
+    }
+}
+
 /// Writes `data` to `--output`. A regular file (or a missing path) is replaced atomically so that
 /// readers (a textfile collector, a later diff) never see a half-written file: a temporary file
 /// beside it, synced, then renamed over. Anything else (a symlink, a fifo, a device such as

@@ -59,26 +59,59 @@ fn rank_by<'a, T>(
     keyed.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Builds the report for `args` over `profile`.
-pub fn top<'a>(profile: &'a Profile, source: &str, args: &TopArgs) -> TopReport<'a> {
+/// The rows passing the filters of `args`, ranked and cut to `-n`, with the sums over all of
+/// them (before the cut).
+struct Selected<'a, T> {
+    matched: usize,
+    total_bytes: i128,
+    total_calls: i128,
+    wrapped_calls: usize,
+    rows: Vec<&'a T>,
+}
+
+/// Selects from `items` (each holding a row) as [`top`] selects sites; ties are broken on
+/// `line(item)` as [`rank_by`] breaks them.
+fn select<'a, T>(
+    items: &'a [T],
+    args: &TopArgs,
+    row: impl Fn(&T) -> &Row + Copy,
+    line: impl Fn(&T) -> String,
+) -> Selected<'a, T> {
     let filter = args.filter.to_filter(args.min_size);
-    let mut rows = rank(profile.rows.iter().filter(|r| filter.matches(r)), args.sort);
+    let mut rows = rank_by(
+        items.iter().filter(|r| filter.matches(row(r))),
+        args.sort,
+        row,
+        line,
+    );
     let matched = rows.len();
-    let total_bytes = rows.iter().map(|r| i128::from(r.bytes)).sum();
-    let total_calls = rows.iter().map(|r| r.countable_calls()).sum();
-    let wrapped_calls = rows.iter().filter(|r| r.calls_wrapped()).count();
+    let total_bytes = rows.iter().map(|r| i128::from(row(r).bytes)).sum();
+    let total_calls = rows.iter().map(|r| row(r).countable_calls()).sum();
+    let wrapped_calls = rows.iter().filter(|r| row(r).calls_wrapped()).count();
     if args.lines > 0 {
         rows.truncate(args.lines);
     }
-    TopReport {
-        version: profile.version,
-        source: source.to_string(),
-        sites: profile.rows.len(),
+    Selected {
         matched,
         total_bytes,
         total_calls,
         wrapped_calls,
         rows,
+    }
+}
+
+/// Builds the report for `args` over `profile`.
+pub fn top<'a>(profile: &'a Profile, source: &str, args: &TopArgs) -> TopReport<'a> {
+    let s = select(&profile.rows, args, |r| r, row_line);
+    TopReport {
+        version: profile.version,
+        source: source.to_string(),
+        sites: profile.rows.len(),
+        matched: s.matched,
+        total_bytes: s.total_bytes,
+        total_calls: s.total_calls,
+        wrapped_calls: s.wrapped_calls,
+        rows: s.rows,
     }
 }
 
@@ -104,31 +137,107 @@ pub struct TopNodeReport<'a> {
 /// Builds the `--by-node` report: one row per site and node, ranked as [`top`] ranks sites (ties
 /// broken on the allocinfo_nodes text of the rows, as `sort -g allocinfo_nodes | tail` does).
 pub fn top_nodes<'a>(profile: &'a NodeProfile, source: &str, args: &TopArgs) -> TopNodeReport<'a> {
-    let filter = args.filter.to_filter(args.min_size);
-    let mut rows = rank_by(
-        profile.rows.iter().filter(|r| filter.matches(&r.row)),
-        args.sort,
-        |r| &r.row,
-        NodeRow::line,
-    );
-    let matched = rows.len();
-    let total_bytes = rows.iter().map(|r| i128::from(r.row.bytes)).sum();
-    let total_calls = rows.iter().map(|r| r.row.countable_calls()).sum();
-    let wrapped_calls = rows.iter().filter(|r| r.row.calls_wrapped()).count();
-    if args.lines > 0 {
-        rows.truncate(args.lines);
-    }
+    let s = select(&profile.rows, args, |r| &r.row, NodeRow::line);
     TopNodeReport {
         by_node: true,
         source: source.to_string(),
         nodes: profile.nodes,
         node_rows: profile.rows.len(),
-        matched,
-        total_bytes,
-        total_calls,
-        wrapped_calls,
-        rows,
+        matched: s.matched,
+        total_bytes: s.total_bytes,
+        total_calls: s.total_calls,
+        wrapped_calls: s.wrapped_calls,
+        rows: s.rows,
     }
+}
+
+/// The words of a table: what its rows are, and how a wrapped call count is marked.
+struct Words {
+    /// What a row is, for the totals line: `site`, `node row`.
+    rows: &'static str,
+    /// After a row whose call count wrapped.
+    wrapped_mark: &'static str,
+    /// The totals line's note on the rows left out of the calls total: what their call count
+    /// is, and what they are.
+    wrapped_count: &'static str,
+    wrapped_rows: &'static str,
+}
+
+/// A table's sums, for its totals line.
+struct Sums {
+    matched: usize,
+    /// Rows in the input.
+    of: usize,
+    total_bytes: i128,
+    total_calls: i128,
+    wrapped_calls: usize,
+    /// Node ids, for `--by-node`.
+    nodes: Option<u32>,
+}
+
+/// Prints a table of rows (with a NODE column where a row has a node) and its totals line.
+fn write_table(
+    rows: &[(&Row, Option<u32>)],
+    sums: &Sums,
+    words: &Words,
+    plain: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    // The NODE column, where there are nodes.
+    let node_column = |text: Option<String>| text.map_or(String::new(), |t| format!(" {t:>5}"));
+    let mut w = || -> std::io::Result<()> {
+        writeln!(
+            out,
+            "{:>12} {:>10}{}  SITE",
+            "SIZE",
+            "CALLS",
+            node_column(sums.nodes.map(|_| "NODE".to_string()))
+        )?;
+        for (row, node) in rows {
+            writeln!(
+                out,
+                "{:>12} {:>10}{}  {}{}",
+                show_size(i128::from(row.bytes), plain),
+                row.live_calls(),
+                node_column(node.map(node_name)),
+                row.tag_text(),
+                if row.calls_wrapped() {
+                    words.wrapped_mark
+                } else {
+                    ""
+                }
+            )?;
+        }
+        let at = if sums.matched == sums.of {
+            count(sums.matched, words.rows)
+        } else {
+            format!("{} of {}", sums.matched, count(sums.of, words.rows))
+        };
+        let on = sums.nodes.map_or(String::new(), |n| {
+            format!(" on {}", count(n as usize, "node"))
+        });
+        let allocations = if sums.total_calls == 1 {
+            "allocation"
+        } else {
+            "allocations"
+        };
+        let wrapped = match sums.wrapped_calls {
+            0 => String::new(),
+            n => format!(
+                "; {} with {} call count left out of the calls total",
+                count(n, words.wrapped_rows),
+                words.wrapped_count
+            ),
+        };
+        writeln!(
+            out,
+            "total: {} in {} live {allocations} at {at}{on} ({} shown){wrapped}",
+            show_size(sums.total_bytes, plain),
+            sums.total_calls,
+            rows.len()
+        )
+    };
+    w().map_err(output_error)
 }
 
 /// Prints the `--by-node` report: a NODE column, and a totals line counting rows.
@@ -137,54 +246,42 @@ pub fn write_text_nodes(
     plain: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let mut w = || -> std::io::Result<()> {
-        writeln!(out, "{:>12} {:>10} {:>5}  SITE", "SIZE", "CALLS", "NODE")?;
-        for r in &report.rows {
-            writeln!(
-                out,
-                "{:>12} {:>10} {:>5}  {}{}",
-                show_size(i128::from(r.row.bytes), plain),
-                r.row.live_calls(),
-                node_name(r.node),
-                r.row.tag_text(),
-                if r.row.calls_wrapped() {
-                    " (negative calls)"
-                } else {
-                    ""
-                }
-            )?;
-        }
-        let at = if report.matched == report.node_rows {
-            count(report.matched, "node row")
-        } else {
-            format!(
-                "{} of {}",
-                report.matched,
-                count(report.node_rows, "node row")
-            )
-        };
-        let allocations = if report.total_calls == 1 {
-            "allocation"
-        } else {
-            "allocations"
-        };
-        let wrapped = match report.wrapped_calls {
-            0 => String::new(),
-            n => format!(
-                "; {} with a negative call count left out of the calls total",
-                count(n, "row")
-            ),
-        };
-        writeln!(
-            out,
-            "total: {} in {} live {allocations} at {at} on {} ({} shown){wrapped}",
-            show_size(report.total_bytes, plain),
-            report.total_calls,
-            count(report.nodes as usize, "node"),
-            report.rows.len()
-        )
+    let rows: Vec<_> = report.rows.iter().map(|r| (&r.row, Some(r.node))).collect();
+    let sums = Sums {
+        matched: report.matched,
+        of: report.node_rows,
+        total_bytes: report.total_bytes,
+        total_calls: report.total_calls,
+        wrapped_calls: report.wrapped_calls,
+        nodes: Some(report.nodes),
     };
-    w().map_err(output_error)
+    let words = Words {
+        rows: "node row",
+        wrapped_mark: " (negative calls)",
+        wrapped_count: "a negative",
+        wrapped_rows: "row",
+    };
+    write_table(&rows, &sums, &words, plain, out)
+}
+
+/// Prints the report as a table with a totals line.
+pub fn write_text(report: &TopReport<'_>, plain: bool, out: &mut dyn Write) -> Result<()> {
+    let rows: Vec<_> = report.rows.iter().map(|r| (*r, None)).collect();
+    let sums = Sums {
+        matched: report.matched,
+        of: report.sites,
+        total_bytes: report.total_bytes,
+        total_calls: report.total_calls,
+        wrapped_calls: report.wrapped_calls,
+        nodes: None,
+    };
+    let words = Words {
+        rows: "site",
+        wrapped_mark: " (calls wrapped)",
+        wrapped_count: "a wrapped (negative)",
+        wrapped_rows: "site",
+    };
+    write_table(&rows, &sums, &words, plain, out)
 }
 
 /// Runs `top --by-node` and prints text or JSON.
@@ -201,52 +298,6 @@ pub fn run_nodes(
     } else {
         write_text_nodes(&report, args.bytes, out)
     }
-}
-
-/// Prints the report as a table with a totals line.
-pub fn write_text(report: &TopReport<'_>, plain: bool, out: &mut dyn Write) -> Result<()> {
-    let mut w = || -> std::io::Result<()> {
-        writeln!(out, "{:>12} {:>10}  SITE", "SIZE", "CALLS")?;
-        for row in &report.rows {
-            writeln!(
-                out,
-                "{:>12} {:>10}  {}{}",
-                show_size(i128::from(row.bytes), plain),
-                row.live_calls(),
-                row.tag_text(),
-                if row.calls_wrapped() {
-                    " (calls wrapped)"
-                } else {
-                    ""
-                }
-            )?;
-        }
-        let at = if report.matched == report.sites {
-            count(report.matched, "site")
-        } else {
-            format!("{} of {}", report.matched, count(report.sites, "site"))
-        };
-        let allocations = if report.total_calls == 1 {
-            "allocation"
-        } else {
-            "allocations"
-        };
-        let wrapped = match report.wrapped_calls {
-            0 => String::new(),
-            n => format!(
-                "; {} with a wrapped (negative) call count left out of the calls total",
-                count(n, "site")
-            ),
-        };
-        writeln!(
-            out,
-            "total: {} in {} live {allocations} at {at} ({} shown){wrapped}",
-            show_size(report.total_bytes, plain),
-            report.total_calls,
-            report.rows.len()
-        )
-    };
-    w().map_err(output_error)
 }
 
 /// Runs `top` and prints text or JSON.

@@ -347,8 +347,14 @@ pub fn render_capture(report: &Report, unix_ms: i64, comment: &str) -> Vec<u8> {
     finish(strings, profile, unix_ms, comment)
 }
 
+/// The decoder the tests read the profiles back with, shared with the end-to-end tests.
+#[cfg(test)]
+#[path = "../../tests/proto/mod.rs"]
+mod proto;
+
 #[cfg(test)]
 mod tests {
+    use super::proto::{decode, int, messages, packed};
     use super::*;
 
     #[test]
@@ -368,86 +374,6 @@ mod tests {
         let mut m = Message::default();
         m.packed(1, &[3, 270]);
         assert_eq!(m.0, [0x0a, 0x03, 0x03, 0x8e, 0x02]);
-    }
-
-    /// A decoded field: a varint or the bytes of a length-delimited one.
-    #[derive(Clone, Debug, PartialEq)]
-    enum Value {
-        Int(u64),
-        Bytes(Vec<u8>),
-    }
-
-    /// Decodes one message into (field number, value) pairs, in order; only the two wire types
-    /// the encoder writes are accepted.
-    fn decode(mut data: &[u8]) -> Vec<(u64, Value)> {
-        fn varint(data: &mut &[u8]) -> u64 {
-            let mut v = 0u64;
-            for shift in (0..64).step_by(7) {
-                let (&b, rest) = data.split_first().expect("truncated varint");
-                *data = rest;
-                v |= u64::from(b & 0x7f) << shift;
-                if b < 0x80 {
-                    return v;
-                }
-            }
-            panic!("varint longer than 10 bytes")
-        }
-        let mut out = Vec::new();
-        while !data.is_empty() {
-            let key = varint(&mut data);
-            let value = match key & 7 {
-                VARINT => Value::Int(varint(&mut data)),
-                LEN => {
-                    let n = varint(&mut data) as usize;
-                    let (v, rest) = data.split_at(n);
-                    data = rest;
-                    Value::Bytes(v.to_vec())
-                }
-                w => panic!("wire type {w}"),
-            };
-            out.push((key >> 3, value));
-        }
-        out
-    }
-
-    fn ints(m: &[(u64, Value)], f: u64) -> Vec<u64> {
-        m.iter()
-            .filter(|(n, _)| *n == f)
-            .map(|(_, v)| match v {
-                Value::Int(i) => *i,
-                Value::Bytes(b) => panic!("field {f} is bytes {b:?}"),
-            })
-            .collect()
-    }
-
-    fn int(m: &[(u64, Value)], f: u64) -> u64 {
-        ints(m, f).first().copied().unwrap_or(0)
-    }
-
-    fn messages(m: &[(u64, Value)], f: u64) -> Vec<Vec<u8>> {
-        m.iter()
-            .filter(|(n, _)| *n == f)
-            .map(|(_, v)| match v {
-                Value::Bytes(b) => b.clone(),
-                Value::Int(i) => panic!("field {f} is varint {i}"),
-            })
-            .collect()
-    }
-
-    fn packed(m: &[(u64, Value)], f: u64) -> Vec<u64> {
-        messages(m, f)
-            .concat()
-            .chunks(1)
-            .fold((Vec::new(), 0u64, 0u32), |(mut out, acc, shift), b| {
-                let acc = acc | u64::from(b[0] & 0x7f) << shift;
-                if b[0] < 0x80 {
-                    out.push(acc);
-                    (out, 0, 0)
-                } else {
-                    (out, acc, shift + 7)
-                }
-            })
-            .0
     }
 
     /// One decoded sample: its frames leaf first as `function@filename`, values, labels.
