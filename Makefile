@@ -141,6 +141,9 @@ host-test:
 	@$(PHASE) host-test $(H)/host-test.sh
 
 # One test boot by hand: make boot NAME=x BOOTARGS='...' TESTS=a,b
+# The NUMA kernels boot on two QEMU nodes (harness/vm.sh), as make test boots them.
+NODES_TARGETS := rust-numa rust-distro rust-debug
+boot: export QEMU_NODES = $(if $(filter $(TARGET),$(NODES_TARGETS)),2,1)
 boot: build
 	@$(H)/vm.sh initramfs
 	@$(H)/vm.sh boot "$(or $(NAME),manual)" "$(BOOTARGS) $(APPEND)" "$(TESTS)"

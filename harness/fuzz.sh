@@ -9,7 +9,8 @@
 #
 # env: FUZZ_SEEDS ("1 2 3 4 5"), FUZZ_S (600), FUZZ_X (classes the driver
 # leaves out, e.g. internal), FUZZ_SLACK (seconds of boot timeout beyond
-# FUZZ_S: boot, cleanup, kmemleak scan; 900), FUZZ_HOTPLUG=1 (boot with
+# FUZZ_S: boot, cleanup, kmemleak scan; 900), FUZZ_NODE=0 (per-node
+# attribution off; on by default), FUZZ_HOTPLUG=1 (boot with
 # maxcpus=1, one of the two CPUs up, and the driver takes the second on
 # and off line), FUZZ_BUILD=0 (the kernel is
 # built already: make test's slice), FUZZ_PREFIX (of the boots' names and
@@ -24,7 +25,12 @@ secs=${FUZZ_S:-600}
 target=rust-debug
 export BASE=rust VARIANT=debug W=$CACHE_DIR/$target
 export SRC=$CACHE_DIR/rust/src OUT=$W/build
+# The debug kernel is a NUMA kernel: two QEMU nodes (harness/vm.sh), with
+# per-node attribution on (FUZZ_NODE=0: off, the GET_BATCH node flag then
+# fails with EOPNOTSUPP).
 unset QEMU_EXTRA QEMU_SMP
+export QEMU_NODES=2
+node="alloc_tag_node=${FUZZ_NODE:-1}"
 cpu=
 [ "${FUZZ_HOTPLUG:-0}" = 1 ] && cpu="maxcpus=1 allocprof.fuzz_cpu=1"
 
@@ -78,7 +84,7 @@ for seed in $seeds; do
 	log=$W/logs/$name.log
 	t=$(date +%s)
 	BOOT_TIMEOUT=$((secs + ${FUZZ_SLACK:-900})) "$H/vm.sh" fuzz "$name" \
-		"sysctl.vm.mem_profiling=1 allocprof.fuzz_seed=$seed allocprof.fuzz_s=$secs ${FUZZ_X:+allocprof.fuzz_x=$FUZZ_X} $cpu ${APPEND:-}" "$dir"
+		"sysctl.vm.mem_profiling=1 allocprof.fuzz_seed=$seed allocprof.fuzz_s=$secs $node ${FUZZ_X:+allocprof.fuzz_x=$FUZZ_X} $cpu ${APPEND:-}" "$dir"
 	out=$(python3 "$H/ktap.py" "$log" --name "fuzz/$seed" --expect fuzz --fuzz)
 	echo "$out" | grep -E '^FAIL' | head -n 40
 	count "$out" "fuzz seed $seed"

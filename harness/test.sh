@@ -218,12 +218,6 @@ distro_checks() {
 	fi
 }
 
-# Two QEMU NUMA nodes of 512 MiB, one CPU each, each CPU a socket of its
-# own (two cores of one socket on two nodes make the scheduler warn that
-# they share a cache across nodes).
-QEMU_NUMA2="-object memory-backend-ram,id=m0,size=512M -object memory-backend-ram,id=m1,size=512M
-	-numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1"
-QEMU_NUMA2_SMP="2,sockets=2,cores=1,threads=1"
 
 for target in $bases; do
 	base=${target%%-*} variant=
@@ -234,8 +228,9 @@ for target in $bases; do
 	echo "== BASE=$base${variant:+ VARIANT=$variant}"
 	tpass=$pass tfail=$fail tskip=$skip t_target=$(date +%s)
 	case $target in
-	rust-numa|rust-distro) export QEMU_EXTRA=$QEMU_NUMA2 QEMU_SMP=$QEMU_NUMA2_SMP ;;
-	*) unset QEMU_EXTRA QEMU_SMP ;;
+	# Two QEMU nodes (harness/vm.sh) for the NUMA kernels.
+	rust-numa|rust-distro|rust-debug) export QEMU_NODES=2 ;;
+	*) unset QEMU_NODES ;;
 	esac
 
 	# 2. Build kernel, test modules and selftests.

@@ -12,6 +12,9 @@
 #        vm.sh cmdboot NAME APPEND DIR the same with KUnit on (make
 #                                      test-upstream-suites)
 #
+# QEMU_NODES=2: two NUMA nodes of 512 MiB, one CPU each (the NUMA kernels:
+# rust-numa, rust-distro, rust-debug and its make fuzz boots).
+#
 # Every boot has a hard timeout ($BOOT_TIMEOUT seconds).  KVM is used when
 # it is really usable (ACCEL=auto), else TCG; ACCEL=kvm|tcg forces one.
 set -uo pipefail
@@ -69,6 +72,17 @@ tcg_thread() {
 	fi
 }
 
+# Two QEMU NUMA nodes of 512 MiB, one CPU each, each CPU a socket of its
+# own (two cores of one socket on two nodes make the scheduler warn that
+# they share a cache across nodes).
+numa=()
+smp=${QEMU_SMP:-2}
+if [ "${QEMU_NODES:-1}" = 2 ]; then
+	numa=(-object memory-backend-ram,id=m0,size=512M -object memory-backend-ram,id=m1,size=512M
+		-numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1)
+	smp=2,sockets=2,cores=1,threads=1
+fi
+
 # boot LOG INITRD APPEND TESTS
 boot() {
 	local log=$1 initrd=$2 append=$3 a
@@ -81,8 +95,8 @@ boot() {
 		accel="tcg${thread:+,thread=$thread}"
 	fi
 	timeout --foreground -k 5 "$BOOT_TIMEOUT" \
-		qemu-system-x86_64 -accel "$accel" "${cpu[@]}" ${QEMU_EXTRA:-} \
-		-m 1G -smp "${QEMU_SMP:-2}" -nographic -no-reboot -nodefaults -serial stdio \
+		qemu-system-x86_64 -accel "$accel" "${cpu[@]}" "${numa[@]}" ${QEMU_EXTRA:-} \
+		-m 1G -smp "$smp" -nographic -no-reboot -nodefaults -serial stdio \
 		-kernel "$kernel" -initrd "$initrd" \
 		-append "console=ttyS0 panic=-1 log_buf_len=4M $append" \
 		< /dev/null > "$log" 2>&1
