@@ -46,6 +46,10 @@ for c in "${configs[@]}"; do
 		built="$built $key"
 	fi
 	name=${label#*:}
+	# The NUMA kernels on two QEMU nodes (harness/vm.sh): CPU 0's loops stay
+	# node-local, the remote loops allocate on node 1.
+	nodes=1
+	[[ "+$variant+" == *+numa+* ]] && nodes=2
 	echo "== bench: booting $name"
 	# allocprof_flip_off (harness/matrix): booted on, switched off here.
 	CMD='if grep -qw allocprof_flip_off /proc/cmdline; then echo 0 > /proc/sys/vm/mem_profiling && echo "flipped off: $(cat /proc/sys/vm/mem_profiling)"; fi
@@ -56,7 +60,7 @@ dmesg | grep "alloc_tag_bench: loop="
 dmesg | grep "bytes of page_ext"
 echo "possible_cpus=$(cat /sys/devices/system/cpu/possible)"' \
 	EXTRA=$w/bench-extra BASE=$base W=$w OUT=$w/build SRC=$CACHE_DIR/$base/src \
-		BOOT_TIMEOUT=900 APPEND="$append" "$REPO/harness/vm.sh" run > "$out/$name.log" 2>&1 ||
+		BOOT_TIMEOUT=900 APPEND="$append" QEMU_NODES=$nodes "$REPO/harness/vm.sh" run > "$out/$name.log" 2>&1 ||
 		{ echo "bench: boot $name failed:"; tail -n 20 "$out/$name.log"; exit 1; }
 	grep -c "loop=" "$out/$name.log" | sed "s/^/bench: $name: /;s/$/ timed rounds/"
 	size "$w/build/vmlinux" | tail -n 1 > "$out/$name.size"

@@ -15,6 +15,10 @@
  * profiler touches per allocation (page_ext, per-CPU counters, slab
  * extension vectors) miss as they would on a loaded machine.
  *
+ * The remote loops allocate on another node than the loop's CPU (bound to
+ * CPU 0): the path on which per-node attribution moves a charge between
+ * nodes.  They run only where another node has memory.
+ *
  * With cachesim=1 (bench/cacheplug), every loop runs once, after its warm-up
  * run, between the markers of bench/cacheplug/cacheplug.c, which prints the
  * instructions and cache misses of each window in order; the module prints
@@ -37,6 +41,7 @@
 #include <linux/kthread.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/nodemask.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
@@ -55,6 +60,8 @@ module_param(only, charp, 0444);
 MODULE_PARM_DESC(only, "run only the loop of this name (bench/itrace.sh)");
 
 static struct kmem_cache *atb_cache;
+/* A node with memory other than CPU 0's, or NUMA_NO_NODE. */
+static int atb_remote_nid = NUMA_NO_NODE;
 
 static u64 atb_kmalloc(unsigned int n)
 {
@@ -164,6 +171,36 @@ static u64 atb_cache_loop(unsigned int n)
 	return t;
 }
 
+static u64 atb_kmalloc_remote(unsigned int n)
+{
+	void *first = kmalloc_node(256, GFP_KERNEL, atb_remote_nid);
+	void *held = kmalloc_node(256, GFP_KERNEL, atb_remote_nid);
+	unsigned int i;
+	u64 t0, t;
+
+	kfree(first);
+	t0 = ktime_get_ns();
+	for (i = 0; i < n; i++)
+		kfree(kmalloc_node(256, GFP_KERNEL, atb_remote_nid));
+	t = ktime_get_ns() - t0;
+	kfree(held);
+	return t;
+}
+
+static u64 atb_page_remote(unsigned int n)
+{
+	u64 t0 = ktime_get_ns();
+	unsigned int i;
+	struct page *p;
+
+	for (i = 0; i < n; i++) {
+		p = alloc_pages_node(atb_remote_nid, GFP_KERNEL | __GFP_THISNODE, 0);
+		if (p)
+			__free_page(p);
+	}
+	return ktime_get_ns() - t0;
+}
+
 /*
  * The batch loops: @n allocations, then @n frees, in allocation order.  The
  * pointer array is allocated before the clock starts.
@@ -205,6 +242,7 @@ static const struct {
 	u64 (*run)(unsigned int n);
 	unsigned int div;	/* fewer pairs for the costlier loops */
 	bool armed;		/* with capture armed on its site, if there is capture */
+	bool remote;		/* only with another node (atb_remote_nid) */
 } atb_loops[] = {
 	{ "kmalloc",	atb_kmalloc,	1 },
 	{ "page",	atb_page,	1 },
@@ -217,6 +255,8 @@ static const struct {
 	{ "kmalloc_batch", atb_kmalloc_batch, 8 },
 	{ "cache_batch", atb_cache_batch, 4 },
 	{ "page_batch",	atb_page_batch,	50 },
+	{ "kmalloc_remote", atb_kmalloc_remote, 1, false, true },
+	{ "page_remote", atb_page_remote, 1, false, true },
 };
 
 /* cacheplug's markers (window id 0): no-ops the plugin recognises. */
@@ -239,6 +279,8 @@ static int atb_thread(void *unused)
 
 	for (l = 0; l < ARRAY_SIZE(atb_loops); l++) {
 		if (only && strcmp(only, atb_loops[l].name))
+			continue;
+		if (atb_loops[l].remote && atb_remote_nid == NUMA_NO_NODE)
 			continue;
 		if (atb_loops[l].armed &&
 		    atb_capture("arm function:atb_armed_alloc module:alloc_tag_bench"))
@@ -268,7 +310,14 @@ static int atb_thread(void *unused)
 static int __init atb_init(void)
 {
 	struct task_struct *t;
+	int nid;
 
+	for_each_node_state(nid, N_MEMORY) {
+		if (nid != cpu_to_node(0)) {
+			atb_remote_nid = nid;
+			break;
+		}
+	}
 	atb_cache = kmem_cache_create("alloc_tag_bench", 128, 0, SLAB_NO_MERGE, NULL);
 	if (!atb_cache)
 		return -ENOMEM;
