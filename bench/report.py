@@ -479,7 +479,7 @@ def node_cost(w, med, names, prefix=""):
       "allocate node-local memory, where `on` pays the node path (preemption off around the "
       "charge, a node id compared) but no correction; the remote ones allocate on node 1 "
       "(`kmalloc_node()`, `alloc_pages_node()`), where `on` also looks the tag up and moves "
-      "the charge (two atomic additions on the allocation, two on the free).\n")
+      "the charge (four atomic additions on the allocation, bytes and calls on both nodes, and four on the free).\n")
     w("| loop | " + " | ".join(t for _, t in cols) + " | off over compiled out | on over compiled out |")
     w("|---" * (len(cols) + 3) + "|")
     for l in ("kmalloc", "cache", "page", "order0", "order1", "order2", "order3", "kmalloc_batch",
