@@ -476,10 +476,13 @@ def node_cost(w, med, names, prefix=""):
     w(f"{config} with NUMA (harness/kernel-numa.config), profiling on, booted on two QEMU "
       "nodes: per-node attribution compiled out (harness/kernel-nonode.config), built and off "
       "at boot, and on (`alloc_tag_node=1`). The loops run on CPU 0 of node 0: the usual ones "
-      "allocate node-local memory, where `on` pays the node path (preemption off around the "
-      "charge, a node id compared) but no correction; the remote ones allocate on node 1 "
-      "(`kmalloc_node()`, `alloc_pages_node()`), where `on` also looks the tag up and moves "
-      "the charge (four atomic additions on the allocation, bytes and calls on both nodes, and four on the free).\n")
+      "ask for no node, so their memory is node 0's but where SLUB's per-CPU slab of a cache "
+      "is node 1's (the production kmalloc loop's eight caches: notes/numa.md); node-local "
+      "memory pays the node path (preemption off around the charge, a node id compared) but "
+      "no correction; the remote ones allocate on node 1 (`kmalloc_node()`, "
+      "`alloc_pages_node()`), where `on` also looks the tag up and moves the charge (four "
+      "atomic additions on the allocation, bytes and calls on both nodes, and four on the "
+      "free).\n")
     w("| loop | " + " | ".join(t for _, t in cols) + " | off over compiled out | on over compiled out |")
     w("|---" * (len(cols) + 3) + "|")
     for l in ("kmalloc", "cache", "page", "order0", "order1", "order2", "order3", "kmalloc_batch",
