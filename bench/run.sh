@@ -9,7 +9,8 @@ set -uo pipefail
 B=$REPO/bench
 out=$CACHE_DIR/bench
 mkdir -p "$out"
-export ACCEL=tcg QEMU_EXTRA="-icount shift=0,sleep=off"
+ICOUNT="-icount shift=0,sleep=off"
+export ACCEL=tcg QEMU_EXTRA="$ICOUNT"
 
 # Static reader, built once, with the uapi header of the tree the patches
 # make (the repo holds it only inside patches/).
@@ -68,9 +69,12 @@ echo "possible_cpus=$(cat /sys/devices/system/cpu/possible)"' \
 done
 
 # Cache misses per pair (bench/cacheplug): the configurations named by
-# harness/matrix's cachesim rows, booted without -icount under the plugin,
-# every loop once (alloc_tag_bench.cachesim=1); first the model's
-# calibration (bench/cacheplug/check.py fails the bench if it is off).
+# harness/matrix's cachesim rows, booted under the plugin, every loop once
+# (alloc_tag_bench.cachesim=1); first the model's calibration
+# (bench/cacheplug/check.py fails the bench if it is off).  Under -icount
+# like the loops: the guest clock then counts instructions, so the timer
+# interrupts that land in a window are the same whatever the host's load
+# (without it, a loaded host put up to five times the misses in a window).
 # BENCH_CACHESIM=0 skips it.
 if [ "${BENCH_CACHESIM:-1}" != 0 ]; then
 	"$B/cacheplug/build.sh" > "$out/cacheplug-build.log" 2>&1 ||
@@ -88,7 +92,7 @@ if [ "${BENCH_CACHESIM:-1}" != 0 ]; then
 			echo "== bench: cachesim calibration"
 			rm -f "$out/cachesim-calibration.plugin"
 			EXTRA=$q/calib CMD=./calib BASE=$base W=$w OUT=$w/build SRC=$CACHE_DIR/$base/src \
-				ACCEL=tcg QEMU_EXTRA="-plugin $q/cacheplug.so -d plugin -D $out/cachesim-calibration.plugin" \
+				ACCEL=tcg QEMU_EXTRA="$ICOUNT -plugin $q/cacheplug.so -d plugin -D $out/cachesim-calibration.plugin" \
 				BOOT_TIMEOUT=900 "$REPO/harness/vm.sh" run > "$out/cachesim-calibration.log" 2>&1 ||
 				{ echo "bench: cachesim calibration boot failed"; exit 1; }
 			python3 "$B/cacheplug/check.py" "$out/cachesim-calibration.log" \
@@ -102,7 +106,7 @@ if [ "${BENCH_CACHESIM:-1}" != 0 ]; then
 insmod ./alloc_tag_bench.ko cachesim=1 && rmmod alloc_tag_bench
 dmesg | grep "alloc_tag_bench: cachesim"' \
 		EXTRA=$w/bench-extra BASE=$base W=$w OUT=$w/build SRC=$CACHE_DIR/$base/src ACCEL=tcg \
-			QEMU_EXTRA="-plugin $q/cacheplug.so -d plugin -D $out/cachesim-$name.plugin" \
+			QEMU_EXTRA="$ICOUNT -plugin $q/cacheplug.so -d plugin -D $out/cachesim-$name.plugin" \
 			BOOT_TIMEOUT=1800 APPEND="$append" "$REPO/harness/vm.sh" run > "$out/cachesim-$name.log" 2>&1 ||
 			{ echo "bench: cachesim boot $name failed:"; tail -n 20 "$out/cachesim-$name.log"; exit 1; }
 		grep -c "cacheplug: id=0 " "$out/cachesim-$name.plugin" | sed "s/^/bench: cachesim $name: /;s/$/ windows/"
@@ -137,6 +141,35 @@ if [ "${BENCH_MACRO:-1}" != 0 ]; then
 			echo "bench: macro $name: a workload failed or did not run"
 			exit 1
 		fi
+	done
+fi
+
+# Misses over the macro runs (item 5 of issue 33 with item 6's workloads):
+# the cachesim configurations booted once more with the macro root, one
+# vCPU, under the plugin and -icount, MACRO_CACHESIM_RUNS timed runs of each
+# workload (each a window of the model; one warm-up run before them).  Needs
+# both BENCH_CACHESIM and BENCH_MACRO.
+MACRO_CACHESIM_RUNS=${MACRO_CACHESIM_RUNS:-3}
+if [ "${BENCH_CACHESIM:-1}" != 0 ] && [ "${BENCH_MACRO:-1}" != 0 ]; then
+	for name in $(matrix_rows cachesim); do
+		[[ -n "${BENCH_ONLY:-}" && ! "$name" =~ ${BENCH_ONLY} ]] && continue
+		c=$(matrix_bench "$name") || { echo "bench: cachesim-macro $name: no such configuration"; exit 1; }
+		IFS='|' read -r base variant append <<< "$c"
+		w=$CACHE_DIR/$base${variant:+-$variant}
+		echo "== bench: cachesim-macro $name"
+		rm -f "$out/cachesim-macro-$name.plugin"
+		QEMU_SMP=1 CMD="export MACRO_CACHESIM=1
+$(sed "s|^\./macro_time [0-9]* |./macro_time $MACRO_CACHESIM_RUNS |" "$B/macro.cmd")" \
+			EXTRA=$out/macro-extra BASE=$base W=$w OUT=$w/build SRC=$CACHE_DIR/$base/src ACCEL=tcg \
+			QEMU_EXTRA="$ICOUNT -plugin $CACHE_DIR/qemu-plugin/cacheplug.so -d plugin -D $out/cachesim-macro-$name.plugin" \
+			BOOT_TIMEOUT=3600 APPEND="$append" "$REPO/harness/vm.sh" run > "$out/cachesim-macro-$name.log" 2>&1 ||
+			{ echo "bench: cachesim-macro boot $name failed:"; tail -n 20 "$out/cachesim-macro-$name.log"; exit 1; }
+		if grep -q "^macro: .*failed" "$out/cachesim-macro-$name.log" ||
+			[ "$(grep -c "^macro: what=.* median_ns=" "$out/cachesim-macro-$name.log")" != 2 ]; then
+			echo "bench: cachesim-macro $name: a workload failed or did not run"
+			exit 1
+		fi
+		grep -c "cacheplug: id=1 " "$out/cachesim-macro-$name.plugin" | sed "s/^/bench: cachesim-macro $name: /;s/$/ windows/"
 	done
 fi
 

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """Host tests of make bench's cache-model and macro pieces on synthetic logs:
 the calibration judge (bench/cacheplug/check.py), the pairing of the
-module's windows with the plugin's (bench/report.py's cachesim()) and the
-macro table (bench/report.py's write_macro()).
+module's windows with the plugin's (bench/report.py's cachesim()), the
+macro table (bench/report.py's write_macro()), the misses over the macro
+runs (cachesim_macro(), write_cachesim_macro()) and issue 33's targets
+table (issue33_targets()).
 
 Prints "N passed, N failed" last and exits non-zero on any failure.
 """
@@ -124,6 +126,67 @@ class CacheplugTest(unittest.TestCase):
         self.assertIn("| prod-compiled-out |", out)
         self.assertNotIn("| prod-rust-on |", out)
         self.assertNotIn("Goal:", out)
+
+    @staticmethod
+    def window(insns, l1i, l1d, l2):
+        return (f"cacheplug: id=1 insns={insns} l1i_miss={l1i} l1d_access=9 l1d_miss={l1d} "
+                f"l2_access=9 l2_miss={l2}\n")
+
+    def test_macro_windows_pair_with_runs_in_order(self):
+        with tempfile.TemporaryDirectory() as d:
+            open(os.path.join(d, "cachesim-macro-x.log"), "w").write(
+                "noise\n" + self.macro_line("hackbench", 9, 9, 9).replace("runs=5", "runs=2") +
+                self.macro_line("stress-ng-mmap", 9, 9, 9).replace("runs=5", "runs=1"))
+            plugin = ("cacheplug: l1i=32768/8 ...\n" + self.window(10, 1, 2, 3) +
+                      self.window(20, 4, 5, 6) + self.window(30, 7, 8, 9))
+            open(os.path.join(d, "cachesim-macro-x.plugin"), "w").write(plugin)
+            self.assertEqual(report.cachesim_macro(d, "x"),
+                             {"hackbench": [(10, 1, 2, 3), (20, 4, 5, 6)],
+                              "stress-ng-mmap": [(30, 7, 8, 9)]})
+            # One window short (a run outside the model): nothing, not a shifted table.
+            open(os.path.join(d, "cachesim-macro-x.plugin"), "w").write(
+                "".join(plugin.splitlines(True)[:3]))
+            self.assertEqual(report.cachesim_macro(d, "x"), {})
+
+    def test_macro_misses_table_takes_the_median_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            for n, runs in (("prod-compiled-out", [(1000000, 0, 0, 0)] * 3),
+                            ("prod-upstream-on", [(3000000, 0, 0, 0)] * 3),
+                            # est. cycles 2,000,000 + 1000 * 14, 5,000,000 and 1,000,000.
+                            ("prod-rust-on", [(2000000, 600, 400, 0), (5000000, 0, 0, 0),
+                                              (1000000, 0, 0, 0)])):
+                open(os.path.join(d, f"cachesim-macro-{n}.log"), "w").write(
+                    self.macro_line("hackbench", 9, 9, 9).replace("runs=5", "runs=3"))
+                open(os.path.join(d, f"cachesim-macro-{n}.plugin"), "w").write(
+                    "".join(self.window(*r) for r in runs))
+            lines = []
+            report.write_cachesim_macro(lines.append, d, os.path.join(BENCH, ".."))
+            out = "\n".join(lines)
+            self.assertIn("| hackbench | prod-rust-on | 3 | 2.0 | 0.001 | 0.000 | 0.000 | 2.0 | 198.6% | +101.4% |",
+                          out)
+            self.assertIn("hackbench: estimated cycles of prod-rust-on against prod-upstream-on: "
+                          "-32.9% (no more than upstream)", out)
+
+    def test_issue33_targets(self):
+        med = {("compiled-out", "kmalloc"): 100.0, ("rust-on", "kmalloc"): 125.0,
+               ("upstream-on", "kmalloc"): 150.0, ("rust-off", "kmalloc"): 103.0,
+               ("compiled-out", "order1"): 1000.0, ("rust-on", "order1"): 1070.0,
+               ("upstream-on", "order1"): 1100.0}
+        # rows, text read and ioctl walks as report.parse() gives them: 1000 tags.
+        data = {"rust-on": ([], (1000, 99, 600000), 0, 0, 2, {"batch": (1000, 150000)})}
+        with tempfile.TemporaryDirectory() as d:
+            lines = []
+            report.issue33_targets(lines.append, d, os.path.join(BENCH, ".."), med, data)
+        out = "\n".join(lines)
+        self.assertIn("| 1 | kmalloc on against compiled out | <= +30% | +25.0% | met |", out)
+        self.assertIn("| 1 | kmalloc on: our overhead / upstream-on's | <= 0.6x | 0.500x | met |", out)
+        self.assertIn("| 2 | kmalloc off against compiled out | <= +2% | +3.0% | missed by 1.0 points |",
+                      out)
+        self.assertIn("| 3 | order1 on: our overhead / upstream-on's | <= 0.6x | 0.70x | missed by 0.10x |",
+                      out)
+        self.assertIn("| 4 | full binary walk with names (GET_BATCH) against the full text read | "
+                      ">= 3x fewer | 4.00x fewer (150000 vs 600000) | met |", out)
+        self.assertIn("3 of 5 met.", out)
 
 
 if __name__ == "__main__":
