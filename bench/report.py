@@ -79,6 +79,14 @@ def parse(path):
     return loops, read, slab_ext, page_ext, cpus, ioc
 
 
+def matrix_logs(repo, kind, read):
+    """{NAME: read(NAME)} for harness/matrix's KIND|NAME rows, in order, leaving out the
+    names whose logs gave nothing."""
+    with open(os.path.join(repo, "harness", "matrix")) as f:
+        names = [r.split("|")[1] for r in f.read().splitlines() if r.startswith(kind + "|")]
+    return {n: d for n, d in ((n, read(n)) for n in names) if d}
+
+
 def cachesim(out, name):
     """{loop: (pairs, insns, l1i_miss, l1d_miss, l2_miss)} of cachesim-NAME's boot: the
     module's windows in order, paired with the plugin's."""
@@ -109,10 +117,7 @@ def cycles(insns, l1_miss, l2_miss):
 
 
 def write_cachesim(w, out, repo):
-    names = [r.split("|")[1] for r in open(os.path.join(repo, "harness", "matrix")).read().splitlines()
-             if r.startswith("cachesim|")]
-    data = {n: cachesim(out, n) for n in names}
-    data = {n: d for n, d in data.items() if d}
+    data = matrix_logs(repo, "cachesim", lambda n: cachesim(out, n))
     if not data:
         return
     w("\n## Cache misses (bench/cacheplug: a TCG plugin's model of one core)\n")
@@ -178,10 +183,7 @@ MACRO_GOAL = ("hackbench", "prod-rust-on", 1.0)  # ours on within +1% of compile
 
 
 def write_macro(w, out, repo):
-    names = [r.split("|")[1] for r in open(os.path.join(repo, "harness", "matrix")).read().splitlines()
-             if r.startswith("macro|")]
-    data = {n: macro(out, n) for n in names}
-    data = {n: d for n, d in data.items() if d}
+    data = matrix_logs(repo, "macro", lambda n: macro(out, n))
     if not data:
         return
     work = sorted({k for d in data.values() for k in d})
@@ -243,10 +245,7 @@ def cachesim_macro(out, name):
 
 
 def write_cachesim_macro(w, out, repo):
-    names = [r.split("|")[1] for r in open(os.path.join(repo, "harness", "matrix")).read().splitlines()
-             if r.startswith("cachesim|")]
-    data = {n: cachesim_macro(out, n) for n in names}
-    data = {n: d for n, d in data.items() if d}
+    data = matrix_logs(repo, "cachesim", lambda n: cachesim_macro(out, n))
     if not data:
         return
     w("\n## Cache misses over the macro runs\n")
