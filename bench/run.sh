@@ -120,6 +120,10 @@ fi
 # installed here (bench/macro-root.sh); the loader runs them.  One vCPU
 # (MACRO_SMP=1): with two, hackbench runs spread by 10%.
 MACRO_SMP=${MACRO_SMP:-1}
+# macro_ran LOG: both workloads of bench/macro.cmd reported, none failed.
+macro_ran() {
+	! grep -q "^macro: .*failed" "$1" && [ "$(grep -c "^macro: what=.* median_ns=" "$1")" = 2 ]
+}
 if [ "${BENCH_MACRO:-1}" != 0 ]; then
 	m=$out/macro-extra
 	"$B/macro-root.sh" "$m" > "$out/macro-root.log" 2>&1 ||
@@ -136,11 +140,7 @@ if [ "${BENCH_MACRO:-1}" != 0 ]; then
 			BOOT_TIMEOUT=1800 APPEND="$append" "$REPO/harness/vm.sh" run > "$out/macro-$name.log" 2>&1 ||
 			{ echo "bench: macro boot $name failed:"; tail -n 20 "$out/macro-$name.log"; exit 1; }
 		grep "^macro: " "$out/macro-$name.log" | sed "s/^/bench: $name: /"
-		if grep -q "^macro: .*failed" "$out/macro-$name.log" ||
-			[ "$(grep -c "^macro: what=.* median_ns=" "$out/macro-$name.log")" != 2 ]; then
-			echo "bench: macro $name: a workload failed or did not run"
-			exit 1
-		fi
+		macro_ran "$out/macro-$name.log" || { echo "bench: macro $name: a workload failed or did not run"; exit 1; }
 	done
 fi
 
@@ -164,11 +164,8 @@ $(sed "s|^\./macro_time [0-9]* |./macro_time $MACRO_CACHESIM_RUNS |" "$B/macro.c
 			QEMU_EXTRA="$ICOUNT -plugin $CACHE_DIR/qemu-plugin/cacheplug.so -d plugin -D $out/cachesim-macro-$name.plugin" \
 			BOOT_TIMEOUT=3600 APPEND="$append" "$REPO/harness/vm.sh" run > "$out/cachesim-macro-$name.log" 2>&1 ||
 			{ echo "bench: cachesim-macro boot $name failed:"; tail -n 20 "$out/cachesim-macro-$name.log"; exit 1; }
-		if grep -q "^macro: .*failed" "$out/cachesim-macro-$name.log" ||
-			[ "$(grep -c "^macro: what=.* median_ns=" "$out/cachesim-macro-$name.log")" != 2 ]; then
-			echo "bench: cachesim-macro $name: a workload failed or did not run"
-			exit 1
-		fi
+		macro_ran "$out/cachesim-macro-$name.log" ||
+			{ echo "bench: cachesim-macro $name: a workload failed or did not run"; exit 1; }
 		grep -c "cacheplug: id=1 " "$out/cachesim-macro-$name.plugin" | sed "s/^/bench: cachesim-macro $name: /;s/$/ windows/"
 	done
 fi
