@@ -87,10 +87,19 @@ def matrix_logs(repo, kind, read):
     return {n: d for n, d in ((n, read(n)) for n in names) if d}
 
 
+def plugin_windows(path, wid):
+    """(insns, l1i_miss, l1d_miss, l2_miss) of each window WID the plugin's log at PATH
+    closed, in order (OSError if there is no log)."""
+    pat = re.compile(rf"cacheplug: id={wid} insns=(\d+) l1i_miss=(\d+) l1d_access=\d+ "
+                     r"l1d_miss=(\d+) l2_access=\d+ l2_miss=(\d+)")
+    with open(path, errors="replace") as f:
+        return [tuple(int(x) for x in m.groups()) for m in map(pat.search, f) if m]
+
+
 def cachesim(out, name):
     """{loop: (pairs, insns, l1i_miss, l1d_miss, l2_miss)} of cachesim-NAME's boot: the
     module's windows in order, paired with the plugin's."""
-    loops, windows = [], []
+    loops = []
     try:
         seen = set()
         with open(os.path.join(out, f"cachesim-{name}.log"), errors="replace") as f:
@@ -99,12 +108,7 @@ def cachesim(out, name):
                 if m and m.group(0) not in seen:
                     seen.add(m.group(0))
                     loops.append((int(m.group(1)), m.group(2), int(m.group(3))))
-        with open(os.path.join(out, f"cachesim-{name}.plugin"), errors="replace") as f:
-            for line in f:
-                m = re.search(r"cacheplug: id=0 insns=(\d+) l1i_miss=(\d+) l1d_access=\d+ "
-                              r"l1d_miss=(\d+) l2_access=\d+ l2_miss=(\d+)", line)
-                if m:
-                    windows.append(tuple(int(x) for x in m.groups()))
+        windows = plugin_windows(os.path.join(out, f"cachesim-{name}.plugin"), 0)
     except OSError:
         return {}
     if len(loops) != len(windows):
@@ -220,19 +224,14 @@ def write_macro(w, out, repo):
 def cachesim_macro(out, name):
     """{workload: [(insns, l1i_miss, l1d_miss, l2_miss), ...]} of cachesim-macro-NAME's boot:
     macro_time's windows (id 1, one per timed run) in the order of its report lines."""
-    order, windows = [], []
+    order = []
     try:
         with open(os.path.join(out, f"cachesim-macro-{name}.log"), errors="replace") as f:
             for line in f:
                 m = re.match(r"macro: what=(\S+) runs=(\d+) median_ns=", line.strip())
                 if m:
                     order.append((m.group(1), int(m.group(2))))
-        with open(os.path.join(out, f"cachesim-macro-{name}.plugin"), errors="replace") as f:
-            for line in f:
-                m = re.search(r"cacheplug: id=1 insns=(\d+) l1i_miss=(\d+) l1d_access=\d+ "
-                              r"l1d_miss=(\d+) l2_access=\d+ l2_miss=(\d+)", line)
-                if m:
-                    windows.append(tuple(int(x) for x in m.groups()))
+        windows = plugin_windows(os.path.join(out, f"cachesim-macro-{name}.plugin"), 1)
     except OSError:
         return {}
     if sum(n for _, n in order) != len(windows):
