@@ -98,7 +98,8 @@ def plugin_windows(path, wid):
 
 def cachesim(out, name):
     """{loop: (pairs, insns, l1i_miss, l1d_miss, l2_miss)} of cachesim-NAME's boot: the
-    module's windows in order, paired with the plugin's."""
+    module's windows in order, paired with the plugin's; of a loop run more than once
+    (the module's cachesim=N), its median run by estimated cycles."""
     loops = []
     try:
         seen = set()
@@ -113,7 +114,17 @@ def cachesim(out, name):
         return {}
     if len(loops) != len(windows):
         return {}
-    return {loop: (pairs,) + w for (_, loop, pairs), w in zip(sorted(loops), windows)}
+    runs = {}
+    for (_, loop, pairs), w in zip(sorted(loops), windows):
+        runs.setdefault(loop, []).append((pairs,) + w)
+    return {loop: median_run(r) for loop, r in runs.items()}
+
+
+def median_run(runs):
+    """Of a loop's runs (pairs, insns, l1i, l1d, l2), the median by estimated cycles
+    (of an even count, the lower middle one)."""
+    by = sorted(runs, key=lambda r: cycles(r[1], r[2] + r[3], r[4]))
+    return by[(len(by) - 1) // 2]
 
 
 def cycles(insns, l1_miss, l2_miss):
@@ -125,8 +136,11 @@ def write_cachesim(w, out, repo):
     if not data:
         return
     w("\n## Cache misses (bench/cacheplug: a TCG plugin's model of one core)\n")
-    w("Each loop once, after its warm-up run, on CPU 0 of a boot under -icount (so that the "
-      "timer interrupts a window holds do not depend on the host's load), under "
+    w("Each loop run three times (CACHESIM_RUNS), each run after an RCU grace period and a "
+      "warm-up run, on CPU 0 of a boot under -icount (so that the timer interrupts a window "
+      "holds do not depend on the host's load); the row is the median run by estimated "
+      "cycles (a grace period pending during a run puts RCU's scans and the wake-ups they "
+      "cause in its window: notes/batch-and-cache.md). Model: "
       "bench/cacheplug/cacheplug.c: L1I 32 KiB 8-way, L1D 48 KiB 12-way, L2 2 MiB 16-way, "
       "64-byte lines, LRU, no prefetcher, every level private to the core. Figures per "
       "allocate+free pair. Estimated cycles: one per instruction plus "

@@ -69,13 +69,17 @@ echo "possible_cpus=$(cat /sys/devices/system/cpu/possible)"' \
 done
 
 # Cache misses per pair (bench/cacheplug): the configurations named by
-# harness/matrix's cachesim rows, booted under the plugin, every loop once
-# (alloc_tag_bench.cachesim=1); first the model's calibration
+# harness/matrix's cachesim rows, booted under the plugin
+# (alloc_tag_bench.cachesim=CACHESIM_RUNS, 3 runs of every loop, each
+# after a grace period: bench/report.py takes each loop's median run, so
+# that RCU or timer work that lands in one run does not make the row);
+# first the model's calibration
 # (bench/cacheplug/check.py fails the bench if it is off).  Under -icount
 # like the loops: the guest clock then counts instructions, so the timer
 # interrupts that land in a window are the same whatever the host's load
 # (without it, a loaded host put up to five times the misses in a window).
 # BENCH_CACHESIM=0 skips it.
+CACHESIM_RUNS=${CACHESIM_RUNS:-3}
 if [ "${BENCH_CACHESIM:-1}" != 0 ]; then
 	"$B/cacheplug/build.sh" > "$out/cacheplug-build.log" 2>&1 ||
 		{ echo "bench: cacheplug did not build, see $out/cacheplug-build.log"; exit 1; }
@@ -103,7 +107,7 @@ if [ "${BENCH_CACHESIM:-1}" != 0 ]; then
 		echo "== bench: cachesim $name"
 		rm -f "$out/cachesim-$name.plugin"
 		CMD='if grep -qw allocprof_flip_off /proc/cmdline; then echo 0 > /proc/sys/vm/mem_profiling; fi
-insmod ./alloc_tag_bench.ko cachesim=1 && rmmod alloc_tag_bench
+insmod ./alloc_tag_bench.ko cachesim='"$CACHESIM_RUNS"' && rmmod alloc_tag_bench
 dmesg | grep "alloc_tag_bench: cachesim"' \
 		EXTRA=$w/bench-extra BASE=$base W=$w OUT=$w/build SRC=$CACHE_DIR/$base/src ACCEL=tcg \
 			QEMU_EXTRA="$ICOUNT -plugin $q/cacheplug.so -d plugin -D $out/cachesim-$name.plugin" \

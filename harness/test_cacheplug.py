@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """Host tests of make bench's cache-model and macro pieces on synthetic logs:
 the calibration judge (bench/cacheplug/check.py), the pairing of the
-module's windows with the plugin's (bench/report.py's cachesim()), the
+module's windows with the plugin's and a loop's median run (bench/report.py's
+cachesim()), the per-function sums of the plugin's top=N lines
+(bench/cacheplug/where.py), the
 macro table (bench/report.py's write_macro()), the misses over the macro
 runs (cachesim_macro(), write_cachesim_macro()) and issue 33's targets
 table (issue33_targets()).
@@ -75,6 +77,58 @@ class CacheplugTest(unittest.TestCase):
             # A window without its loop line: nothing rather than a shifted table.
             open(os.path.join(d, "cachesim-x.log"), "w").write(console.splitlines()[0] + "\n")
             self.assertEqual(report.cachesim(d, "x"), {})
+
+    def test_median_of_a_loops_runs(self):
+        # cachesim=3: three runs of one loop; the one a grace period's scans landed in
+        # (many L1I misses) and the quietest are left out, the middle one makes the row.
+        # The plugin's per-address lines (top=N) neither count as windows nor shift them.
+        with tempfile.TemporaryDirectory() as d:
+            open(os.path.join(d, "cachesim-x.log"), "w").write("".join(
+                f"[ 3.{k}] alloc_tag_bench: cachesim window={k} loop=order3 pairs=100\n"
+                for k in range(3)))
+            open(os.path.join(d, "cachesim-x.plugin"), "w").write(
+                "cacheplug: id=0 insns=5000 l1i_miss=900 l1d_access=9 l1d_miss=10 l2_access=9 l2_miss=0\n"
+                "cacheplug-top: id=0 pc=0xffffffff81000010 l1i_miss=800 l1d_miss=0 l2_miss=0\n"
+                "cacheplug: id=0 insns=5000 l1i_miss=30 l1d_access=9 l1d_miss=10 l2_access=9 l2_miss=0\n"
+                "cacheplug: id=0 insns=5000 l1i_miss=20 l1d_access=9 l1d_miss=10 l2_access=9 l2_miss=0\n")
+            self.assertEqual(report.cachesim(d, "x"), {"order3": (100, 5000, 30, 10, 0)})
+        self.assertEqual(report.median_run([(1, 10, 0, 0, 0), (1, 30, 0, 0, 0)]), (1, 10, 0, 0, 0))
+
+    def test_where_sums_per_function(self):
+        # bench/cacheplug/where.py: window 1's per-address lines summed per function of
+        # the System.map; an address outside the kernel's text is "?".
+        smap = ("ffffffff81000000 T _stext\n"
+                "ffffffff81000100 T get_page_from_freelist\n"
+                "ffffffff81000400 t rcu_gp_fqs_loop\n"
+                "ffffffff81000500 D some_data\n"
+                "ffffffff81000600 T _etext\n")
+        plugin = (
+            "cacheplug: id=0 insns=10 l1i_miss=1 l1d_access=1 l1d_miss=0 l2_access=1 l2_miss=0\n"
+            "cacheplug: id=0 insns=99 l1i_miss=60 l1d_access=9 l1d_miss=8 l2_access=68 l2_miss=2\n"
+            "cacheplug-top: id=0 pc=0xffffffff81000410 l1i_miss=40 l1d_miss=2 l2_miss=0\n"
+            "cacheplug-top: id=0 pc=0xffffffff81000120 l1i_miss=10 l1d_miss=4 l2_miss=2\n"
+            "cacheplug-top: id=0 pc=0xffffffff81000108 l1i_miss=6 l1d_miss=0 l2_miss=0\n"
+            "cacheplug-top: id=0 pc=0xffffffffc0001000 l1i_miss=4 l1d_miss=2 l2_miss=0\n")
+        with tempfile.TemporaryDirectory() as d:
+            m, p = os.path.join(d, "map"), os.path.join(d, "p")
+            open(m, "w").write(smap)
+            open(p, "w").write(plugin)
+            where = os.path.join(BENCH, "cacheplug", "where.py")
+            r = subprocess.run([sys.executable, where, p, m, "1", "2"], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rows = [l.split() for l in r.stdout.splitlines()[1:]]
+            self.assertEqual(rows[0], ["rcu_gp_fqs_loop", "20.000", "1.000", "0.000"])
+            self.assertEqual(rows[1], ["get_page_from_freelist", "8.000", "2.000", "1.000"])
+            self.assertEqual(rows[2], ["?", "2.000", "1.000", "0.000"])
+            self.assertEqual(rows[3][:4], ["(window)", "30.000", "4.000", "1.000"])
+            self.assertIn("rows cover 70 of 70 misses", r.stdout)
+            # A window the plugin closed without per-address lines: said, not an empty table.
+            r = subprocess.run([sys.executable, where, p, m, "0"], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("window 0 has no cacheplug-top lines", r.stderr)
+            r = subprocess.run([sys.executable, where, p, m, "2"], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("no window 2", r.stderr)
 
     def test_report_writes_the_table(self):
         # report.py end to end on one production log and two cachesim boots.

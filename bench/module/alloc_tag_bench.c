@@ -19,11 +19,18 @@
  * CPU 0): the path on which per-node attribution moves a charge between
  * nodes.  They run only where another node has memory.
  *
- * With cachesim=1 (bench/cacheplug), every loop runs once, after its warm-up
- * run, between the markers of bench/cacheplug/cacheplug.c, which prints the
- * instructions and cache misses of each window in order; the module prints
+ * With cachesim=N (bench/cacheplug), every loop runs N times (1 to 9), each
+ * after a grace period and a warm-up run, between the markers of
+ * bench/cacheplug/cacheplug.c, which prints the instructions and cache
+ * misses of each window in order; the module prints
  *   alloc_tag_bench: cachesim window=<k> loop=<name> pairs=<n>
- * for each.
+ * for each.  The grace period first: a loop reports no RCU quiescent state,
+ * so a grace period pending when it starts makes RCU's force-quiescent-state
+ * scans and the wake-ups they cause run inside the window, and their misses
+ * are counted as the loop's (seen in ours' order2 and order3 windows on one
+ * boot and in upstream's on the next, with over ten times the L1I misses of
+ * a quiet run: notes/batch-and-cache.md); bench/report.py takes each loop's
+ * median window.
  *
  * Before each slab loop, two objects of every size it uses are allocated
  * and the first is freed: the second is held, so the loop always finds a
@@ -42,6 +49,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/nodemask.h>
+#include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
@@ -52,9 +60,9 @@ MODULE_PARM_DESC(pairs, "allocate+free pairs per round");
 static unsigned int rounds = 3;
 module_param(rounds, uint, 0444);
 MODULE_PARM_DESC(rounds, "rounds per loop");
-static bool cachesim;
-module_param(cachesim, bool, 0444);
-MODULE_PARM_DESC(cachesim, "one run per loop between cacheplug's markers");
+static unsigned int cachesim;
+module_param(cachesim, uint, 0444);
+MODULE_PARM_DESC(cachesim, "runs per loop between cacheplug's markers (0: none, up to 9)");
 static char *only;
 module_param(only, charp, 0444);
 MODULE_PARM_DESC(only, "run only the loop of this name (bench/itrace.sh)");
@@ -286,8 +294,11 @@ static int atb_thread(void *unused)
 		    atb_capture("arm function:atb_armed_alloc module:alloc_tag_bench"))
 			continue;
 		n = max(pairs / atb_loops[l].div, 1U);
-		atb_loops[l].run(n / 10 + 1);	/* warm caches and pcp lists */
-		if (cachesim) {
+		if (!cachesim)
+			atb_loops[l].run(n / 10 + 1);	/* warm caches and pcp lists */
+		for (r = 1; r <= cachesim; r++) {
+			synchronize_rcu();
+			atb_loops[l].run(n / 10 + 1);
 			atb_window_open();
 			atb_loops[l].run(n);
 			atb_window_close();
@@ -312,6 +323,10 @@ static int __init atb_init(void)
 	struct task_struct *t;
 	int nid;
 
+	if (cachesim > 9) {
+		pr_err("cachesim=%u: at most 9 runs per loop\n", cachesim);
+		return -EINVAL;
+	}
 	for_each_node_state(nid, N_MEMORY) {
 		if (nid != cpu_to_node(0)) {
 			atb_remote_nid = nid;
