@@ -145,6 +145,16 @@ static struct pc_misses *pc_slot(struct core *c, uint64_t pc)
 	return NULL;
 }
 
+/* An L1 miss at @addr looks up L2; true if that misses too. */
+static bool l2_lookup(struct core *c, uint64_t addr)
+{
+	c->now.l2_access++;
+	if (cache_access(&c->l2, addr))
+		return false;
+	c->now.l2_miss++;
+	return true;
+}
+
 /*
  * One instruction fetch at host address @haddr; with @pc (top=N, a window
  * open) its misses are also charged to guest address @pc.
@@ -158,9 +168,7 @@ static void fetch(struct core *c, uint64_t haddr, const uint64_t *pc)
 	if (cache_access(&c->l1i, haddr))
 		return;
 	c->now.l1i_miss++;
-	c->now.l2_access++;
-	l2_miss = !cache_access(&c->l2, haddr);
-	c->now.l2_miss += l2_miss;
+	l2_miss = l2_lookup(c, haddr);
 	if (pc && (m = pc_slot(c, *pc))) {
 		m->l1i_miss++;
 		m->l2_miss += l2_miss;
@@ -201,9 +209,7 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
 	if (cache_access(&c->l1d, addr))
 		return;
 	c->now.l1d_miss++;
-	c->now.l2_access++;
-	l2_miss = !cache_access(&c->l2, addr);
-	c->now.l2_miss += l2_miss;
+	l2_miss = l2_lookup(c, addr);
 	if (ii && c->open_id >= 0 && (m = pc_slot(c, ii->vaddr))) {
 		m->l1d_miss++;
 		m->l2_miss += l2_miss;
