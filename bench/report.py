@@ -123,8 +123,14 @@ def cachesim(out, name):
 def median_run(runs):
     """Of a loop's runs (pairs, insns, l1i, l1d, l2), the median by estimated cycles
     (of an even count, the lower middle one)."""
-    by = sorted(runs, key=lambda r: cycles(r[1], r[2] + r[3], r[4]))
+    by = sorted(runs, key=run_cycles)
     return by[(len(by) - 1) // 2]
+
+
+def run_cycles(r):
+    """Estimated cycles of a run whose tuple ends with (insns, l1i, l1d, l2)."""
+    insns, l1i, l1d, l2 = r[-4:]
+    return cycles(insns, l1i + l1d, l2)
 
 
 def cycles(insns, l1_miss, l2_miss):
@@ -279,10 +285,10 @@ def write_cachesim_macro(w, out, repo):
         for n, d in data.items():
             if k not in d or not d[k]:
                 continue
-            runs = sorted(d[k], key=lambda r: cycles(r[0], r[1] + r[2], r[3]))
+            runs = sorted(d[k], key=run_cycles)
             i, l1i, l1d, l2 = runs[len(runs) // 2]
-            med[(n, k)] = cyc = cycles(i, l1i + l1d, l2)
-            lo, hi = (cycles(r[0], r[1] + r[2], r[3]) for r in (runs[0], runs[-1]))
+            med[(n, k)] = cyc = run_cycles(runs[len(runs) // 2])
+            lo, hi = run_cycles(runs[0]), run_cycles(runs[-1])
             b = med.get(("prod-compiled-out", k))
             w(f"| {k} | {n} | {len(runs)} | {i / 1e6:.1f} | {l1i / 1e6:.3f} | {l1d / 1e6:.3f} | "
               f"{l2 / 1e6:.3f} | {cyc / 1e6:.1f} | {(hi - lo) / cyc * 100:.1f}% | "
