@@ -14,8 +14,9 @@
 #   make test-upstream-suites  upstream's allocator tests (KUnit, test
 #                   modules, mm selftests) from the pristine source, on
 #                   ours and on upstream
-#   make stack      the patch stack (patches/) as a git tree to edit, one
-#                   commit per patch; make unstack writes it back
+#   make series     the series for the base, generated from the repo
+#                   (tools/testing/allocprof/linux-6.12/series), checked, and
+#                   every prefix built
 #
 # BASE=rust (default) builds the Rust core; BASE=upstream the pristine 6.12
 # profiler with only our tests on top.  make test runs the suite on both,
@@ -42,10 +43,14 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export LIBCLANG_PATH ?= /usr/lib/llvm$(LLVM_SUFFIX)/lib
 
 REPO     := $(CURDIR)
-H        := $(REPO)/harness
-KTAR     := /usr/src/linux-source-6.12.tar.xz
-PRISTINE := $(CACHE_DIR)/src/linux-source-6.12
-# VARIANT=x: another build of BASE's tree with harness/kernel-x.config last;
+H        := $(REPO)/tools/testing/allocprof
+# The base: the pristine tree named once (BASEDIR/base.conf) and the map
+# of the repo's files to the series (BASEDIR/series).
+BASEDIR  := $(H)/linux-6.12
+include $(BASEDIR)/base.conf
+export BASEDIR PRISTINE
+PRISTINE := $(CACHE_DIR)/src/$(BASE_DIR)
+# VARIANT=x: another build of BASE's tree with tools/testing/allocprof/kernel-x.config last;
 # VARIANT=x+y: with kernel-x.config, then kernel-y.config.  Every target also
 # takes the names make test prints and TEST_TARGETS lists: BASE=rust-conly is
 # BASE=rust VARIANT=conly, BASE=upstream-noprof+prod is BASE=upstream
@@ -64,9 +69,9 @@ else ifneq ($(VARIANT),)
 TARGET   := $(BASE)-$(VARIANT)
 endif
 ifeq ($(filter rust upstream,$(BASE)),)
-$(error unknown BASE=$(BASE): rust or upstream, optionally -VARIANT (harness/kernel-VARIANT.config))
+$(error unknown BASE=$(BASE): rust or upstream, optionally -VARIANT (tools/testing/allocprof/kernel-VARIANT.config))
 endif
-$(foreach v,$(subst +, ,$(VARIANT)),$(if $(wildcard $(H)/kernel-$(v).config),,$(error VARIANT $(v): no harness/kernel-$(v).config)))
+$(foreach v,$(subst +, ,$(VARIANT)),$(if $(wildcard $(H)/kernel-$(v).config),,$(error VARIANT $(v): no tools/testing/allocprof/kernel-$(v).config)))
 W        := $(CACHE_DIR)/$(BASE)$(if $(VARIANT),-$(VARIANT))
 SRC      := $(CACHE_DIR)/$(BASE)/src
 OUT      := $(W)/build
@@ -75,7 +80,7 @@ STDIR    := tools/testing/selftests/alloc_tag
 FRAGS    := $(H)/kernel.config $(SRC)/$(STDIR)/config $(wildcard $(H)/kernel-$(BASE).config) \
 	    $(foreach v,$(subst +, ,$(VARIANT)),$(H)/kernel-$(v).config)
 # VARIANT=distro starts from Debian's own config, not from tinyconfig and the
-# test config (harness/kernel-distro.config says what changes and why).
+# test config (tools/testing/allocprof/kernel-distro.config says what changes and why).
 DISTRO_CONFIG ?= /usr/src/linux-config-6.12/config.amd64_none_amd64.xz
 ifeq ($(VARIANT),distro)
 FRAGS    := $(H)/kernel-distro.config $(SRC)/$(STDIR)/config
@@ -83,8 +88,8 @@ export BASE_CONFIG := $(DISTRO_CONFIG)
 export LSMOD_LIST := $(H)/distro.lsmod
 endif
 # VARIANT=real (make test-real): the same with a realistic module set as =m
-# (harness/real.lsmod) and the root disk and filesystem built in
-# (harness/kernel-real.config).
+# (tools/testing/allocprof/real.lsmod) and the root disk and filesystem built in
+# (tools/testing/allocprof/kernel-real.config).
 ifeq ($(VARIANT),real)
 FRAGS    := $(H)/kernel-distro.config $(SRC)/$(STDIR)/config $(H)/kernel-real.config
 export BASE_CONFIG := $(DISTRO_CONFIG)
@@ -98,7 +103,7 @@ export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SU
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
 	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench test-debug \
-	test-configs where fuzz test-real test-upstream-suites stack unstack
+	test-configs where fuzz test-real test-upstream-suites
 
 all: run
 
@@ -109,10 +114,13 @@ setup:
 	@$(PHASE) setup $(H)/setup.sh
 
 pristine: setup
-	@$(PHASE) source $(H)/extract.sh $(KTAR) $(CACHE_DIR)/src
+	@$(PHASE) source $(H)/extract.sh $(BASEDIR)/base.conf $(CACHE_DIR)/src
 
+# The tree a BASE builds: the pristine source with the repo's files linked
+# in at their paths and the base's diffs applied (prepare-tree.sh).  Every
+# build target makes it first: an edit in the repo is built by the next make.
 tree: pristine
-	@$(PHASE) patches $(H)/prepare-tree.sh $(PRISTINE) $(SRC) $(REPO) $(BASE)
+	@$(PHASE) patches $(H)/prepare-tree.sh $(PRISTINE) $(SRC) $(REPO) $(BASE) $(BASEDIR)
 
 config: tree
 	@$(PHASE) config $(H)/configure.sh $(SRC) $(OUT) $(FRAGS)
@@ -144,7 +152,7 @@ host-test:
 	@$(PHASE) host-test $(H)/host-test.sh
 
 # One test boot by hand: make boot NAME=x BOOTARGS='...' TESTS=a,b
-# The NUMA kernels boot on two QEMU nodes (harness/vm.sh), as make test boots them.
+# The NUMA kernels boot on two QEMU nodes (tools/testing/allocprof/vm.sh), as make test boots them.
 NODES_TARGETS := rust-numa rust-distro rust-debug
 boot: export QEMU_NODES = $(if $(filter $(TARGET),$(NODES_TARGETS)),2,1)
 boot: build
@@ -161,7 +169,7 @@ CONFIGS_TARGETS := rust-up rust-noprof rust-numa rust-rt rust-distro
 test:
 	@TEST_BASES="$(if $(ONE_TARGET),$(TARGET),$(TEST_TARGETS))" $(H)/test.sh
 
-# One build and boot per configuration people run (harness/kernel-*.config),
+# One build and boot per configuration people run (tools/testing/allocprof/kernel-*.config),
 # each with the suite; CONFIGS=a,b runs a subset (names as in CONFIGS_TARGETS).
 test-configs:
 	@HOST_TESTS=0 TEST_BASES="$(if $(CONFIGS),$(subst $(comma), ,$(CONFIGS)),$(CONFIGS_TARGETS))" $(H)/test.sh
@@ -169,8 +177,8 @@ test-configs:
 # A Debian 12 userspace (mmdebstrap, cached in CACHE_DIR) under systemd and
 # udev on the rust-real kernel (Debian's config with a realistic module set),
 # booted from a virtio disk: workloads, module unload/reload, sysctl flips,
-# and the kernel log and /proc/allocinfo judged after (harness/real.sh,
-# notes/test-real.md).  Not part of make test.
+# and the kernel log and /proc/allocinfo judged after (tools/testing/allocprof/real.sh,
+# Documentation/allocprof/test-real.md).  Not part of make test.
 test-real:
 	@SETUP_REAL=1 $(PHASE) setup $(H)/setup.sh
 	@$(H)/real.sh
@@ -179,19 +187,19 @@ test-real:
 # test_free_pages, percpu_test, test_vmalloc, dmapool_test and mm
 # selftests), built from the pristine source at test time, on rust (page_ext
 # and compressed), upstream and rust-debug, each built with
-# harness/kernel-suites.config: ours must pass what upstream passes
-# (harness/upstream-suites.sh, notes/test-real.md).  Not part of make test.
+# tools/testing/allocprof/kernel-suites.config: ours must pass what upstream passes
+# (tools/testing/allocprof/upstream-suites.sh, Documentation/allocprof/test-real.md).  Not part of make test.
 test-upstream-suites: pristine
 	@$(H)/upstream-suites.sh
 
 # The suite on the Rust core under KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
-# PREEMPT and MEM_ALLOC_PROFILING_DEBUG (harness/kernel-debug.config); any
+# PREEMPT and MEM_ALLOC_PROFILING_DEBUG (tools/testing/allocprof/kernel-debug.config); any
 # sanitizer report fails it.
 test-debug:
 	@TEST_BASES=rust-debug BOOT_TIMEOUT=$(DEBUG_BOOT_TIMEOUT) $(H)/test.sh
 
 # Random operations on every control surface at once, on the test-debug
-# kernel (harness/fuzz.sh): one boot per seed, FUZZ_S seconds each;
+# kernel (tools/testing/allocprof/fuzz.sh): one boot per seed, FUZZ_S seconds each;
 # FUZZ_X=internal,... leaves classes of operations out (triage).
 SEEDS  ?= 1 2 3 4 5
 FUZZ_S ?= 600
@@ -204,13 +212,18 @@ fuzz:
 
 # Style checks of the Rust core in its kernel tree (read-only: rustfmt is
 # only asked to check, so the hard-linked pristine tree is never written).
+# The kernel's rustfmtcheck finds regular files only, so it checks the
+# upstream files the diffs change but not ours (symlinks in the tree): ours
+# are checked where they are.
 rustfmtcheck: tree
-	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=$(LLVM_SUFFIX) rustfmtcheck && echo "rustfmtcheck: clean"
+	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=$(LLVM_SUFFIX) rustfmtcheck && \
+		cd $(REPO) && rustfmt --check --config-path $(PRISTINE)/.rustfmt.toml --edition 2021 \
+		$(RUST_OURS) && echo "rustfmtcheck: clean"
 
-# Overhead side by side with upstream C, in one run: writes bench/RESULTS.md.
+# Overhead side by side with upstream C, in one run: writes tools/testing/allocprof/bench/RESULTS.md.
 bench: setup pristine
 	@SETUP_BENCH=1 $(PHASE) setup $(H)/setup.sh
-	@$(PHASE) bench $(REPO)/bench/run.sh
+	@$(PHASE) bench $(REPO)/tools/testing/allocprof/bench/run.sh
 
 # The patch stack as a numbered series with a cover letter, checked (git am
 # on pristine 6.12.118, the tested tree, checkpatch --strict, Fixes: tags),
@@ -223,28 +236,15 @@ series: tree
 		$(PHASE) series-check env FRAGS="$(FRAGS)" JOBS=$(JOBS) $(H)/series-check.sh; fi
 
 # Only the prefix builds of the series make series last made (PREFIXES=FROM-TO,
-# KEEP_GOING=1: see harness/series-check.sh).
+# KEEP_GOING=1: see tools/testing/allocprof/series-check.sh).
 series-check: setup
 	@$(PHASE) series-check env FRAGS="$(FRAGS)" JOBS=$(JOBS) $(H)/series-check.sh
 
-# The change is the patch stack of patches/ (patches/series in order), applied
-# to pristine 6.12.118 by make tree.  make stack lays it as a git tree to edit
-# (STACK_TREE, one commit per patch on branch stack, the pristine source
-# tagged pristine); make unstack writes its commits back to patches/
-# (notes/series.md: changing a patch in the middle of the stack).
-STACK_TREE ?= $(CACHE_DIR)/stack/linux
-export STACK_TREE
-stack: pristine
-	@$(H)/stack.sh lay
-
-unstack:
-	@$(H)/stack.sh save
-
-# Format the stack tree's Rust files that the stack adds or changes (never
-# the tested tree: make unstack carries the result into patches/).
+# Format the Rust files of ours in place, with the kernel's rustfmt.toml.
+RUST_OURS = $$(git -C $(REPO) ls-files 'rust/*.rs' 'tools/testing/selftests/alloc_tag/*.rs')
 rustfmt: pristine
-	@cd $(STACK_TREE) && rustfmt --config-path $(PRISTINE)/.rustfmt.toml --edition 2021 \
-		$$(git -C $(STACK_TREE) diff --name-only --diff-filter=AM pristine stack -- '*.rs')
+	@rustfmt --config-path $(PRISTINE)/.rustfmt.toml --edition 2021 \
+		$(RUST_OURS)
 
 clippy: config
 	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=$(LLVM_SUFFIX) CLIPPY=1 -j$(JOBS) rust/kernel.o 2>&1 | \

@@ -17,8 +17,8 @@ export CARGO_TARGET_DIR="$CACHE_DIR/allocinfo-target-$(printf '%s' "$here" | cks
 venv="$CACHE_DIR/venv"
 fixtures="$here/tests/fixtures"
 # The in-VM selftest is part of the kernel patch stack: read it in the
-# patched tree (make tree BASE=rust; harness/host-test.sh lays it).
-selftest="${ALLOC_TAG_TREE:-$CACHE_DIR/rust/src}/tools/testing/selftests/alloc_tag/allocinfo_tool.sh"
+# patched tree (make tree BASE=rust; tools/testing/allocprof/host-test.sh lays it).
+selftest="${ALLOC_TAG_TREE:-$here/../..}/tools/testing/selftests/alloc_tag/allocinfo_tool.sh"
 valid="v1-builtin-modules.txt v1-negative.txt v2-accurate.txt escaping.txt vm-6.12.118-rust.txt vm-6.12.118-upstream.txt"
 # Context-capture reports (capture show/export), under tests/fixtures/capture.
 capture_valid="two-sites.txt one-site.txt none-armed.txt"

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Points the crate at the parsers in the patched kernel tree: the change is
-//! kept as a patch stack, so `parse.rs` and `demangle.rs` exist only in a tree
-//! with the patches applied (`make tree BASE=rust`; `ALLOC_TAG_TREE` names it).
+//! Points the crate at the kernel's parsers where they are: `parse.rs` and
+//! `demangle.rs` of `rust/kernel/alloc_tag/` in this repository, three levels
+//! up (or in the tree `ALLOC_TAG_TREE` names).
 
 use std::env;
 use std::fs;
@@ -10,14 +10,16 @@ use std::path::PathBuf;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=ALLOC_TAG_TREE");
-    let tree = env::var("ALLOC_TAG_TREE").expect(
-        "ALLOC_TAG_TREE: the kernel tree with the patch stack applied (make tree BASE=rust)",
-    );
-    let dir = PathBuf::from(tree).join("rust/kernel/alloc_tag");
+    let tree = match env::var("ALLOC_TAG_TREE") {
+        Ok(tree) => PathBuf::from(tree),
+        Err(_) => PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"))
+            .join("../../.."),
+    };
+    let dir = tree.join("rust/kernel/alloc_tag");
     let mut out = String::new();
     for name in ["parse", "demangle"] {
         let file = dir.join(format!("{name}.rs"));
-        assert!(file.is_file(), "no {} in ALLOC_TAG_TREE", file.display());
+        assert!(file.is_file(), "no {}", file.display());
         println!("cargo:rerun-if-changed={}", file.display());
         out.push_str(&format!(
             "#[path = {:?}]\npub mod {name};\n",

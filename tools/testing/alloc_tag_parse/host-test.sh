@@ -13,8 +13,8 @@ CACHE_DIR=${CACHE_DIR:-$HOME/.cache/allocprof}
 # One target directory per checkout: cargo keeps path dependencies fresh by
 # their files' times, so two clones sharing one would link each other's stale
 # builds of the same crate.
-# The patched kernel tree the parsers are compiled from (build.rs).
-export ALLOC_TAG_TREE=${ALLOC_TAG_TREE:-$CACHE_DIR/rust/src}
+# The parsers are compiled from the repo's rust/kernel/alloc_tag/ (build.rs;
+# ALLOC_TAG_TREE names another tree).
 export CARGO_TARGET_DIR="$CACHE_DIR/parse-target-$(printf '%s' "$here" | cksum | cut -d' ' -f1)"
 min_inputs=1000000
 

@@ -3,8 +3,8 @@
 //! The profiler's input parsers, `rust/kernel/alloc_tag/parse.rs`, built
 //! unchanged on the host.
 //!
-//! The files are compiled from the patched kernel tree (`ALLOC_TAG_TREE`),
-//! not copied, and sit at `kernel::alloc_tag::parse` as in the kernel crate, so that its
+//! The files are compiled from where they are in the repository, not
+//! copied, and sit at `kernel::alloc_tag::parse` as in the kernel crate, so that its
 //! doctests run here too. The tests are in `tests/`.
 
 pub mod alloc_tag;

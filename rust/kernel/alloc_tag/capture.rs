@@ -1,0 +1,517 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Context capture: which callers hold the memory of one call site.
+//!
+//! Root arms a call site through `/sys/kernel/debug/allocinfo_capture`. While
+//! it is armed, each new slab, percpu or page allocation charged to it gets a
+//! [`Record`] (stack, size, task, time); the object's tag reference then holds
+//! the record's address with [`FLAG_RECORD`] set instead of the tag's code tag,
+//! and its free finds the record, uncharges the site as usual and the record's
+//! stack, and frees the record. Reading the file reports, per armed site, its
+//! distinct stacks with live bytes and calls, largest first.
+//!
+//! Nothing is paid while nothing is armed: the slab, percpu and page hooks call
+//! the core through two static calls (`alloc_tag_add`, `alloc_tag_sub`), which
+//! point at the plain entry points and are switched to
+//! [`__alloc_tag_add_capture`] and [`__alloc_tag_sub_capture`] only from the
+//! first arm to the last disarm.
+//!
+//! Pages are captured when their tags live in `page_ext`; compressed page tags
+//! are indexes in `page->flags`, which cannot hold a record, so pages in
+//! compressed mode are not captured (counted on the site as usual, in neither
+//! `captured` nor `uncaptured`). A page reference is also read outside its
+//! allocation and free: the tail-page lookup of `__free_pages()` asks
+//! [`record_tag`], and a split or a migration first drops the block's record
+//! with [`release`] (its bytes stay on the site, counted as uncaptured from
+//! then on).
+//!
+//! Limits, all visible in the report: [`MAX_SITES`] armed sites,
+//! [`MAX_RECORDS`] live records, [`MAX_STACKS`] distinct stacks per site
+//! (further stacks, and allocations without a stack, go to one "other stacks"
+//! bucket). Stacks are kept in the buckets, at most
+//! `ALLOC_TAG_CAPTURE_FRAMES` return addresses each, not in the stack depot
+//! (which an option depending on RUST cannot select). An allocation that gets
+//! no record (record cap, or the pool empty) is counted on the site as usual
+//! and as `uncaptured` in the report.
+//!
+//! The record path never allocates: records come from a pool of chunks
+//! ([`CHUNK_RECORDS`] records each) filled before the first site is armed and
+//! refilled from process context by a work item when it runs low (the hook only
+//! queues an `irq_work`, which queues the work). So any site may be armed, the
+//! allocator's own (`alloc_slab_page`, the pool's chunk allocation, vmalloc,
+//! percpu...) included: a record never needs an allocation that could reach an
+//! armed site again. The pool is freed at the last disarm.
+//!
+//! Disarming rewrites the reference of every live record's object to the site's
+//! code tag and gives the records back to the pool: the site's totals are
+//! unchanged, the objects are freed later as any other. Unloading a module
+//! disarms its sites first.
+//!
+//! An armed tag is in use: the registry frees no tag area and the Rust call
+//! sites reuse no tag while one of its tags is armed
+//! ([`AllocTag::capture_armed`]), so a site's tag outlives the site. A detached
+//! tag of an unloaded module can be armed (and shows its live records); its tag
+//! area is freed only once it is disarmed and drained.
+//!
+//! Locking, outermost first: the registry (read, for tag strings and to keep
+//! tags from going) -> the control mutex (arm, disarm, report, module unload,
+//! pool refill; serialises the static call updates) -> the capture spinlock
+//! (raw, irqsave; taken from the allocator hooks in any context but NMI).
+//!
+//! [`Record`]: super::record::Record
+//! [`FLAG_RECORD`]: super::record::FLAG_RECORD
+//! [`__alloc_tag_add_capture`]: super::record::__alloc_tag_add_capture
+//! [`__alloc_tag_sub_capture`]: super::record::__alloc_tag_sub_capture
+//! [`record_tag`]: super::record::record_tag
+//! [`release`]: super::record::release
+//! [`MAX_RECORDS`]: super::record::MAX_RECORDS
+//! [`MAX_STACKS`]: super::record::MAX_STACKS
+//! [`CHUNK_RECORDS`]: super::record::CHUNK_RECORDS
+
+use super::record::{
+    fill_pool, free_pool, Control, Guard, Site, LOCKS_READY, MAX_RECORDS, MAX_SITES, POOL_MIN,
+};
+use super::{registry, AllocTag};
+use crate::{
+    bindings,
+    error::{code::*, Result},
+    prelude::*,
+    seq_file::{SeqFile, SingleFile, SingleFileOps, SingleShow},
+    uaccess::UserSliceReader,
+};
+use core::sync::atomic::Ordering;
+use core::{ffi::c_int, fmt::Write, ptr::null_mut};
+use ffi::c_char;
+
+/// Which tags a control command names.
+struct Spec<'a> {
+    file: Option<&'a [u8]>,
+    line: u32,
+    function: Option<&'a [u8]>,
+    module: Option<&'a [u8]>,
+}
+
+impl<'a> Spec<'a> {
+    /// `FILE:LINE` or `function:NAME`, then optionally `module:NAME`.
+    fn parse(words: &mut impl Iterator<Item = &'a [u8]>) -> Result<Spec<'a>> {
+        let first = words.next().ok_or(EINVAL)?;
+        let mut spec = Spec {
+            file: None,
+            line: 0,
+            function: None,
+            module: None,
+        };
+        if let Some(f) = first.strip_prefix(b"function:") {
+            spec.function = Some(f);
+        } else {
+            let colon = first.iter().rposition(|&c| c == b':').ok_or(EINVAL)?;
+            let line = core::str::from_utf8(&first[colon + 1..]).map_err(|_| EINVAL)?;
+            spec.line = line.parse::<u32>().map_err(|_| EINVAL)?;
+            spec.file = Some(&first[..colon]);
+        }
+        if let Some(w) = words.next() {
+            spec.module = Some(w.strip_prefix(b"module:").ok_or(EINVAL)?);
+        }
+        if words.next().is_some()
+            || spec.file == Some(b"")
+            || spec.function == Some(b"")
+            || spec.module == Some(b"")
+        {
+            return Err(EINVAL);
+        }
+        Ok(spec)
+    }
+
+    fn matches(&self, t: &AllocTag) -> bool {
+        if let Some(f) = self.file {
+            if t.file().as_bytes() != f || t.line() != self.line {
+                return false;
+            }
+        }
+        if let Some(f) = self.function {
+            if t.function().as_bytes() != f {
+                return false;
+            }
+        }
+        match (self.module, t.module_name()) {
+            (None, _) => true,
+            (Some(m), Some(tm)) => tm.as_bytes() == m,
+            (Some(_), None) => false,
+        }
+    }
+}
+
+/// A zeroed [`Site`] (no tag, no records, empty buckets), built in place:
+/// it is a few KiB.
+fn new_site() -> Result<KBox<Site>> {
+    let site = KBox::<Site>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
+    // SAFETY: all-zero is a valid `Site`: NULL pointers, zero counts, and
+    // buckets with no stack.
+    Ok(unsafe { site.assume_init() })
+}
+
+/// Arms every tag `spec` names.
+///
+/// All or nothing: more sites than there are free slots, or no memory for
+/// the sites or the record pool, arms none. Any site can be armed (see the
+/// module documentation).
+fn arm(spec: &Spec<'_>) -> Result {
+    let reg = registry::read().ok_or(ENODEV)?;
+    let c = Control::lock();
+    // First pass: count, and refuse before arming anything. A walk by
+    // position: an iterator chain over the registry here would be a
+    // generic instance whose mangled name overflows modpost's buffer.
+    let (mut found, mut new) = (0, 0);
+    let mut pos = 0;
+    while let Some((p, t)) = reg.next_from(pos) {
+        pos = p + 1;
+        if !spec.matches(t) {
+            continue;
+        }
+        found += 1;
+        if !t.capture_armed() {
+            new += 1;
+        }
+    }
+    if found == 0 {
+        return Err(ENOENT);
+    }
+    let armed = Guard::lock().state().armed;
+    if armed + new > MAX_SITES {
+        pr_err!(
+            "alloc_tag: capture: {} sites armed, {} more asked for, {} at most\n",
+            armed,
+            new,
+            MAX_SITES
+        );
+        return Err(ENOSPC);
+    }
+    if new == 0 {
+        return Ok(());
+    }
+    // Then every allocation arming needs, before anything is armed.
+    let mut sites: [Option<KBox<Site>>; MAX_SITES] = [const { None }; MAX_SITES];
+    for slot in sites.iter_mut().take(new) {
+        *slot = Some(new_site()?);
+    }
+    if armed == 0 {
+        if let Err(e) = fill_pool(&c, POOL_MIN) {
+            free_pool(&c);
+            return Err(e);
+        }
+    }
+    // Second pass: arm them. The registry and the control mutex have been
+    // held since the first, so the same `new` tags match and their slots
+    // are free.
+    let mut next = sites.iter_mut().filter_map(Option::take);
+    let mut pos = 0;
+    while let Some((p, t)) = reg.next_from(pos) {
+        pos = p + 1;
+        if !spec.matches(t) || t.capture_armed() {
+            continue;
+        }
+        let Some(site) = next.next() else {
+            break;
+        };
+        let site = KBox::into_raw(site);
+        // SAFETY: ours, not yet published.
+        unsafe { (*site).tag = t.as_raw() };
+        let first = {
+            let mut g = Guard::lock();
+            let st = g.state();
+            let Some(i) = st.sites.iter().position(|s| s.is_null()) else {
+                drop(g);
+                // SAFETY: from `KBox::into_raw()` above, never published.
+                drop(unsafe { KBox::from_raw(site) });
+                break;
+            };
+            st.sites[i] = site;
+            st.armed += 1;
+            st.armed == 1
+        };
+        if first {
+            // SAFETY: process context, the control mutex held.
+            unsafe { bindings::alloc_tag_capture_calls(true) };
+        }
+        // Only now: the calls reach the capturing versions.
+        t.set_capture_armed(true);
+    }
+    Ok(())
+}
+
+/// Disarms the armed sites `pick` selects; returns how many. The last
+/// disarm frees the record pool.
+///
+/// The control mutex must be held.
+fn disarm_where(c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize {
+    let mut n = 0;
+    loop {
+        let mut g = Guard::lock();
+        let st = g.state();
+        let Some(i) = st.sites.iter().position(|&s| {
+            // SAFETY: live sites under the lock; an armed tag is valid.
+            !s.is_null() && pick(unsafe { AllocTag::from_raw((*s).tag) })
+        }) else {
+            break;
+        };
+        let site = st.sites[i];
+        st.sites[i] = null_mut();
+        st.armed -= 1;
+        let last = st.armed == 0;
+        // SAFETY: the site was armed until now and is ours; its records are
+        // linked in it and their objects live (a free takes the lock and
+        // finds its reference rewritten). Each record goes back to the
+        // pool once its object's reference holds the tag again.
+        unsafe {
+            let s = &mut *site;
+            let t = AllocTag::from_raw(s.tag);
+            t.set_capture_armed(false);
+            let mut r = core::mem::take(&mut s.records);
+            while !r.is_null() {
+                let next = (*r).next;
+                (*(*r).ref_).ct = t.codetag();
+                st.push_record(r);
+                r = next;
+            }
+        }
+        drop(g);
+        // SAFETY: from `KBox::into_raw()` in `arm()`, unpublished above.
+        drop(unsafe { KBox::from_raw(site) });
+        if last {
+            // SAFETY: process context, the control mutex held.
+            unsafe { bindings::alloc_tag_capture_calls(false) };
+            free_pool(c);
+        }
+        n += 1;
+    }
+    n
+}
+
+/// Module unload: disarms the sites of `module`, whose tags may go once
+/// their allocations are freed.
+///
+/// # Safety
+///
+/// `module` is a module being unloaded, its tags still valid.
+pub(crate) unsafe fn module_unload(module: *mut bindings::module) {
+    // SAFETY: the module's name is a NUL-terminated array (caller).
+    let name = unsafe { CStr::from_char_ptr((*module).name.as_ptr()) };
+    // The registry keeps the armed tags' strings still while they are read.
+    let Some(_reg) = registry::read() else {
+        return;
+    };
+    let c = Control::lock();
+    let n = disarm_where(&c, |t| {
+        t.module_name()
+            .is_some_and(|m| m.as_bytes() == name.as_bytes())
+    });
+    if n > 0 {
+        pr_info!(
+            "alloc_tag: capture: {} sites of {} disarmed at unload\n",
+            n,
+            name
+        );
+    }
+}
+
+/// The report, written by `single_open()`'s one `show`.
+struct Report;
+
+impl SingleShow for Report {
+    fn show(seq: &SeqFile) -> Result {
+        show(seq)
+    }
+}
+
+fn show(seq: &SeqFile) -> Result {
+    let reg = registry::read().ok_or(ENODEV)?;
+    let _c = Control::lock();
+    // Copies of the armed sites, taken under the lock and printed after.
+    let mut snaps = KVec::<KBox<Site>>::with_capacity(MAX_SITES, GFP_KERNEL)?;
+    for _ in 0..MAX_SITES {
+        snaps.push(new_site()?, GFP_KERNEL)?;
+    }
+    let mut nsnaps = 0;
+    let live = {
+        let mut g = Guard::lock();
+        let st = g.state();
+        for &s in st.sites.iter().filter(|s| !s.is_null()) {
+            // SAFETY: a live site under the lock, copied as plain data into
+            // a site of ours (whose records pointer is never followed).
+            unsafe { core::ptr::copy_nonoverlapping(s, &mut *snaps[nsnaps], 1) };
+            nsnaps += 1;
+        }
+        st.live()
+    };
+    let snaps = &mut snaps[..nsnaps];
+    let mut l = Line::new();
+    let _ = writeln!(
+        l,
+        "# allocinfo capture 1.0: {} of {} sites armed, {} of {} records live",
+        snaps.len(),
+        MAX_SITES,
+        live,
+        MAX_RECORDS
+    );
+    l.emit(seq);
+    for s in snaps.iter_mut() {
+        // SAFETY: armed while the control mutex is held, so live; its
+        // strings are valid while the registry is held.
+        let t = unsafe { AllocTag::from_raw(s.tag) };
+        let c = t.read();
+        let _ = write!(l, "site {}:{} func:{}", t.file(), t.line(), t.function());
+        if let Some(m) = t.module_name() {
+            let _ = write!(l, " module:{}", m);
+        }
+        let live = s.stacks[..s.nstacks].iter().map(|b| b.calls).sum::<i64>() + s.other.calls;
+        let _ = writeln!(
+            l,
+            " bytes:{} calls:{} captured:{} uncaptured:{} stacks:{}",
+            c.bytes, c.calls, live, s.uncaptured, s.nstacks
+        );
+        l.emit(seq);
+        let n = s.nstacks;
+        let stacks = &mut s.stacks[..n];
+        stacks.sort_unstable_by(|a, b| b.bytes.cmp(&a.bytes).then(a.hash.cmp(&b.hash)));
+        for b in stacks.iter() {
+            let _ = writeln!(l, "  stack bytes:{} calls:{}", b.bytes, b.calls);
+            l.emit(seq);
+            let st = b.stack();
+            // SAFETY: `seq` is being shown; `st` holds `st.len()` addresses.
+            unsafe {
+                bindings::alloc_tag_capture_show_stack(
+                    seq.as_raw(),
+                    st.as_ptr().cast(),
+                    st.len() as u32,
+                )
+            };
+        }
+        if s.other.calls != 0 || s.other.bytes != 0 {
+            let _ = writeln!(l, "  other bytes:{} calls:{}", s.other.bytes, s.other.calls);
+            l.emit(seq);
+        }
+    }
+    drop(reg);
+    Ok(())
+}
+
+/// One line of the report, built on the stack (longer text is cut).
+struct Line {
+    buf: [u8; 512],
+    len: usize,
+}
+
+impl Line {
+    fn new() -> Line {
+        Line {
+            buf: [0; 512],
+            len: 0,
+        }
+    }
+
+    /// Appends the line to `seq` and starts the next. A line cut at the
+    /// buffer's end still ends the line.
+    fn emit(&mut self, seq: &SeqFile) {
+        if self.len == self.buf.len() {
+            self.buf[self.len - 1] = b'\n';
+        }
+        seq.write_bytes(&self.buf[..self.len]);
+        self.len = 0;
+    }
+}
+
+impl Write for Line {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let n = s.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+impl SingleFile for Report {
+    /// One command per write.
+    fn write(data: UserSliceReader, len: usize) -> Result {
+        command(data, len)
+    }
+}
+
+/// Runs one command: `arm SPEC`, `disarm SPEC` or `disarm all`.
+fn command(mut data: UserSliceReader, len: usize) -> Result {
+    let mut text = [0u8; 256];
+    if len == 0 || len >= text.len() {
+        return Err(EINVAL);
+    }
+    data.read_slice(&mut text[..len])?;
+    run(&text[..len])
+}
+
+/// Runs one command, from the file or from kernel code.
+fn run(text: &[u8]) -> Result {
+    // A command from a module's init before the profiler's initcall.
+    if !LOCKS_READY.load(Ordering::Acquire) {
+        return Err(ENODEV);
+    }
+    let text = text.strip_suffix(b"\n").unwrap_or(text);
+    let mut words = text.split(|&c| c == b' ').filter(|w| !w.is_empty());
+    match words.next() {
+        Some(b"arm") => arm(&Spec::parse(&mut words)?),
+        Some(b"disarm") => {
+            let mut rest = words.clone();
+            if rest.next() == Some(b"all") && rest.next().is_none() {
+                let c = Control::lock();
+                disarm_where(&c, |_| true);
+                return Ok(());
+            }
+            let spec = Spec::parse(&mut words)?;
+            let _reg = registry::read().ok_or(ENODEV)?;
+            let c = Control::lock();
+            if disarm_where(&c, |t| spec.matches(t)) == 0 {
+                return Err(ENOENT);
+            }
+            Ok(())
+        }
+        _ => {
+            pr_err!("alloc_tag: capture: commands are arm SPEC, disarm SPEC, disarm all\n");
+            Err(EINVAL)
+        }
+    }
+}
+
+/// One command of the control file from kernel code (the bench module
+/// arms its own site): 0 or a negative errno. Exported to GPL modules with
+/// the rest of the kernel crate.
+///
+/// # Safety
+///
+/// `cmd` is a NUL-terminated string; process context.
+#[no_mangle]
+pub unsafe extern "C" fn alloc_tag_capture_command(cmd: *const c_char) -> c_int {
+    // SAFETY: NUL-terminated (caller).
+    let text = unsafe { CStr::from_char_ptr(cmd) }.as_bytes();
+    if text.is_empty() || text.len() >= 256 {
+        return EINVAL.to_errno();
+    }
+    match run(text) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+static CAPTURE_FOPS: SingleFileOps<Report> = SingleFileOps::new();
+
+/// Creates the control and report file (the profiler's initcall).
+pub(crate) fn init() {
+    // SAFETY: a static name and static operations; debugfs is up at subsys
+    // initcalls. Its result is not checked (the debugfs convention): without
+    // the file capture is never armed.
+    unsafe {
+        bindings::debugfs_create_file(
+            c"allocinfo_capture".as_ptr().cast(),
+            0o600,
+            null_mut(),
+            null_mut(),
+            CAPTURE_FOPS.as_ptr(),
+        )
+    };
+}

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Start-up, module load and module unload: the profiler's initcall and the
+//! module loader's hooks, each setting the other files up or telling them
+//! what happens in one place, in order; and the [`Hooks`] through which the
+//! registry reaches its users.
+//!
+//! - Start-up ([`alloc_tag_init`]): the registry, the Rust call-site tags,
+//!   the compressed module index table (and indexes for the site tags
+//!   added before it), the boot percpu chunks' extension arrays, the
+//!   sysctls, `/proc/allocinfo`, then one log line.
+//! - Module load: the tag area ([`codetag_alloc_module_section`]), then,
+//!   once relocated, counters and page-tag indexes for its tags
+//!   ([`codetag_load_module`]), after freeing what drained unloaded modules
+//!   left.
+//! - Module unload ([`codetag_unload_module`]): the module's pending
+//!   `kfree_rcu()` frees land, its armed capture sites are disarmed, its
+//!   Rust call sites and its tags are detached (or freed if nothing is
+//!   charged), then drained leftovers are freed. A
+//!   failed load ([`codetag_free_module_sections`]) is unloaded the same
+//!   way.
+
+use super::compressed::{self, Store};
+use super::registry::{self, Hooks};
+use super::{control, report, rust_sites};
+use crate::{
+    bindings,
+    ffi::{c_int, c_ulong, c_void},
+    pr_info, pr_warn,
+};
+
+/// What the registry tells the Rust call sites, above it.
+static HOOKS: Hooks = Hooks {
+    module_gone: rust_sites::module_gone,
+    detached: rust_sites::detached,
+    unlist_drained: rust_sites::unlist_drained,
+    free_unlisted: rust_sites::free_unlisted,
+};
+
+/// The profiler's start-up, from its initcall (`subsys_initcall()` in
+/// `lib/alloc_tag_init.c`: before any module can be requested).
+#[no_mangle]
+pub extern "C" fn alloc_tag_init() -> c_int {
+    // Capture's locks, before the registry is ready: its module hook and
+    // report hold the registry first.
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+    super::record::init_locks();
+    registry::init(&HOOKS);
+    // Before anything else allocates from Rust, so that it is on rows of
+    // its own.
+    rust_sites::init();
+    compressed::init();
+    registry::assign_missing_ids();
+    // Extension vectors for the boot percpu chunks, so that what they serve
+    // is counted; memcg then charges their __GFP_ACCOUNT allocations too,
+    // as it does for every other chunk. Not with `never`, which leaves
+    // percpu (memcg included) as without the profiler.
+    if control::profiling_supported() {
+        // SAFETY: the helper needs the percpu allocator set up and a context
+        // that may sleep (it allocates with GFP_KERNEL): an initcall is both.
+        unsafe { bindings::pcpu_alloc_tag_init_boot_chunks() };
+    }
+    control::sysctl_init(compressed::store() == Store::Compressed);
+    report::procfs_init();
+    #[cfg(CONFIG_DEBUG_FS)]
+    report::nodes_view::init();
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+    super::capture::init();
+    let (store, width, capacity, tags) = compressed::describe();
+    pr_info!(
+        "alloc_tag: Rust core, {} tags in vmlinux, profiling {}, page tags {}\n",
+        tags,
+        if control::profiling_enabled() {
+            "on"
+        } else if control::profiling_supported() {
+            "off"
+        } else {
+            "never"
+        },
+        if control::profiling_supported() {
+            store
+        } else {
+            "none"
+        }
+    );
+    if control::profiling_supported() && compressed::fell_back() {
+        pr_warn!(
+            "alloc_tag: compressed page tags do not fit: {} tags + {} module ids + {} Rust site ids > {} ids of a {}-bit field ({} free page-flag bits); using page_ext\n",
+            tags,
+            compressed::MODULE_IDS,
+            compressed::RUST_SITE_IDS,
+            capacity,
+            width,
+            compressed::FREE_BITS
+        );
+    } else if control::profiling_supported() && compressed::store() == Store::Compressed {
+        pr_info!(
+            "alloc_tag: {}-bit page tag index ({} free page-flag bits), capacity {}, {} ids for modules, {} for Rust sites{}\n",
+            width,
+            compressed::FREE_BITS,
+            capacity,
+            compressed::module_slots(),
+            compressed::rust_site_slots(),
+            if compressed::fits(tags, capacity as usize) {
+                ""
+            } else {
+                "; tags without an index count their pages on the overflow row"
+            }
+        );
+    }
+    0
+}
+
+/// The tag area for a module's `alloc_tags` section of `size` bytes: the
+/// loader copies the section there and relocates the module against it.
+/// NULL, failing the load with -ENOMEM, if there is no memory.
+///
+/// # Safety
+///
+/// `module` is a module being loaded.
+#[no_mangle]
+pub unsafe extern "C" fn codetag_alloc_module_section(
+    module: *mut bindings::module,
+    size: c_ulong,
+    align: c_ulong,
+) -> *mut c_void {
+    // SAFETY: a module being loaded (caller).
+    unsafe { registry::place_module(module, size, align) }
+}
+
+/// Gives a relocated module's tags their counters and reports them; runs
+/// before any code of the module. -ENOMEM fails the load, and the failed
+/// load's [`codetag_free_module_sections`] frees the tag area.
+///
+/// # Safety
+///
+/// `module` is NULL or a module being loaded whose code has not run.
+#[no_mangle]
+pub unsafe extern "C" fn codetag_load_module(module: *mut bindings::module) -> c_int {
+    if module.is_null() {
+        return 0;
+    }
+    registry::reclaim();
+    // SAFETY: a module being loaded whose code has not run (caller).
+    match unsafe { registry::module_live(module) } {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Drops what a module whose load failed left: its tag area, and its tags
+/// with their counters (kept, detached, if its code ran and left
+/// allocations behind).
+///
+/// # Safety
+///
+/// `module` is a module whose load failed, still in memory.
+#[no_mangle]
+pub unsafe extern "C" fn codetag_free_module_sections(module: *mut bindings::module) {
+    if module.is_null() {
+        return;
+    }
+    // Its tags were live from `codetag_load_module()` on, so they may
+    // have been armed meanwhile (while `parse_args()` ran its code, say).
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+    // SAFETY: a module whose load failed, its tags still in place (caller).
+    unsafe {
+        super::capture::module_unload(module)
+    };
+    registry::drop_module(module);
+}
+
+/// Detaches an unloading module's tags. Reports every tag that still has
+/// allocations charged; those tags stay in `/proc/allocinfo` until the
+/// allocations are freed. The module's own memory holds nothing of the
+/// profiler's, so this always returns true: the loader frees it all.
+///
+/// # Safety
+///
+/// `module` is NULL or a module being unloaded whose code no longer runs.
+#[no_mangle]
+pub unsafe extern "C" fn codetag_unload_module(module: *mut bindings::module) -> bool {
+    if module.is_null() {
+        return true;
+    }
+    // Let the module's pending kfree_rcu() frees land first.
+    // SAFETY: the barrier's only requirement is a context that may sleep
+    // with no RCU read lock held, which module unload is.
+    unsafe { bindings::alloc_tag_kvfree_rcu_barrier() };
+    // Armed sites of the module first: their tags may go once drained.
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+    // SAFETY: a module being unloaded, its tags still in place (caller).
+    unsafe {
+        super::capture::module_unload(module)
+    };
+    registry::drop_module(module);
+    registry::reclaim();
+    true
+}

@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Page tags: each page's tag, and the C entry points of the page
+//! allocator's hooks.
+//!
+//! A page's tag is kept either as a reference in its `page_ext`, in the slot
+//! this core registers as the `page_alloc_tagging_ops` client, or as a tag
+//! index in spare `page->flags` bits ([`super::compressed`]). The store is
+//! chosen once, before the first page is charged, and the hooks below only
+//! see [`PageTag`]. A high-order allocation is recorded on its head page and
+//! charged `PAGE_SIZE << order`. Splitting gives every new piece the same tag
+//! and one call each (bytes unchanged); migration swaps the old and the new
+//! folio's tags when both carry one, so that each later free uncharges
+//! exactly what its allocation charged.
+
+use super::compressed::{self, PageIndex, Store};
+use super::AllocTag;
+use crate::{bindings, page::PAGE_SIZE};
+
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+use super::tag_ref::TagRef;
+
+#[cfg(CONFIG_PAGE_EXTENSION)]
+pub use ext_ops::page_alloc_tagging_ops;
+
+#[cfg(CONFIG_PAGE_EXTENSION)]
+mod ext_ops {
+    use crate::{bindings, types::Opaque};
+    use core::mem::size_of;
+
+    /// The `page_ext` client: one `union codetag_ref` per page.
+    #[repr(transparent)]
+    pub struct PageExtOps(pub(super) Opaque<bindings::page_ext_operations>);
+
+    // SAFETY: written only by `page_ext` init (`offset`) before any page hook runs.
+    unsafe impl Sync for PageExtOps {}
+
+    /// Named as the C side expects it (`include/linux/pgalloc_tag.h`);
+    /// `page_ext` fills in `offset` during boot. Defined whenever page_ext is
+    /// built, since `mm/page_ext.c` lists it; it asks for space only when
+    /// page tags are kept in page_ext.
+    #[no_mangle]
+    pub static page_alloc_tagging_ops: PageExtOps =
+        PageExtOps(Opaque::new(bindings::page_ext_operations {
+            offset: 0,
+            size: size_of::<bindings::codetag_ref>(),
+            need: Some(need_page_alloc_tagging),
+            init: None,
+            need_shared_flags: false,
+        }));
+
+    extern "C" fn need_page_alloc_tagging() -> bool {
+        cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)
+            && super::super::control::profiling_supported()
+            && super::compressed::store() == super::Store::PageExt
+    }
+}
+
+/// The reference in the `page_ext` of a page the hooks' caller owns.
+///
+/// # Invariants
+///
+/// `ext` is the `page_ext` of a page that the caller is allocating,
+/// freeing, splitting or migrating: memory holding it cannot go offline
+/// meanwhile, so `ext` stays valid (`page_ext_get_owned()`).
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+struct PageRef {
+    ext: *mut bindings::page_ext,
+}
+
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+impl PageRef {
+    /// The reference of `page`, or `None` if the page has no `page_ext`
+    /// (early pages, or profiling built in but `never`).
+    #[inline(always)]
+    fn get(page: *const bindings::page) -> Option<PageRef> {
+        // SAFETY: `page` is a valid page that the caller owns (the C hooks'
+        // contract), which is what the lock-free lookup needs.
+        let ext = unsafe { bindings::alloc_tag_page_ext_owned(page) };
+        if ext.is_null() {
+            None
+        } else {
+            // INVARIANT: the page_ext of an owned page.
+            Some(PageRef { ext })
+        }
+    }
+
+    #[inline(always)]
+    fn tag_ref(&self) -> &TagRef {
+        // SAFETY: `offset` was set at boot before any page was allocated and
+        // never changes after.
+        let offset = unsafe { (*page_alloc_tagging_ops.0.get()).offset };
+        // SAFETY: our slot lies `offset` bytes into the held `page_ext`, and
+        // the page allocator serialises the hooks of one page.
+        unsafe { TagRef::from_raw(self.ext.cast::<u8>().add(offset).cast()) }
+    }
+}
+
+/// A page's tag, wherever this boot keeps it.
+enum PageTag<'a> {
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+    Ext(PageRef),
+    Index(PageIndex<'a>),
+}
+
+impl PageTag<'_> {
+    /// The tag slot of `page`, or `None` if it has none (NULL, or an early
+    /// page without `page_ext`).
+    ///
+    /// # Safety
+    ///
+    /// `page` is NULL or a valid page for the returned lifetime.
+    #[inline(always)]
+    unsafe fn get<'a>(page: *mut bindings::page) -> Option<PageTag<'a>> {
+        if page.is_null() {
+            return None;
+        }
+        match compressed::store() {
+            // SAFETY: valid page (caller); compressed mode is in effect.
+            Store::Compressed => Some(PageTag::Index(unsafe { PageIndex::get(page) })),
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            Store::PageExt => PageRef::get(page).map(PageTag::Ext),
+            #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT))]
+            Store::PageExt => None,
+        }
+    }
+
+    #[inline(always)]
+    fn charge(&self, tag: *mut bindings::alloc_tag, bytes: usize) {
+        match self {
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            // SAFETY: the reference belongs to the page being allocated; `tag`
+            // is NULL or a tag (the hooks' contract).
+            PageTag::Ext(r) => unsafe {
+                super::tag_ref::__alloc_tag_add(
+                    core::ptr::from_ref(r.tag_ref()).cast_mut().cast(),
+                    tag,
+                    bytes,
+                )
+            },
+            PageTag::Index(i) => i.charge(tag, bytes),
+        }
+    }
+
+    #[inline(always)]
+    fn charge_piece(&self, tag: &AllocTag) {
+        match self {
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            PageTag::Ext(r) => r.tag_ref().charge_piece(tag),
+            PageTag::Index(i) => i.charge_piece(tag),
+        }
+    }
+
+    #[inline(always)]
+    fn uncharge(&self, bytes: usize) {
+        match self {
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            PageTag::Ext(r) => r.tag_ref().uncharge(bytes),
+            PageTag::Index(i) => i.uncharge(bytes),
+        }
+    }
+
+    #[inline(always)]
+    fn tag(&self) -> Option<&'static AllocTag> {
+        match self {
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            PageTag::Ext(r) => {
+                #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+                if r.tag_ref().holds_record() {
+                    return super::record::record_tag(r.tag_ref());
+                }
+                r.tag_ref().tag()
+            }
+            PageTag::Index(i) => i.tag(),
+        }
+    }
+
+    /// Before a split or a migration moves the reference: a capture record
+    /// it holds goes, and it holds the site's tag again (indexes never hold
+    /// records).
+    #[inline(always)]
+    fn drop_record(&self) {
+        #[cfg(all(
+            CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT,
+            CONFIG_MEM_ALLOC_PROFILING_CAPTURE
+        ))]
+        if let PageTag::Ext(r) = self {
+            super::record::release(r.tag_ref());
+        }
+    }
+
+    #[inline(always)]
+    fn set_empty(&self) {
+        match self {
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            PageTag::Ext(r) => r.tag_ref().set_empty(),
+            PageTag::Index(i) => i.set_empty(),
+        }
+    }
+
+    /// Swaps the tags of two pages (migration), as they are.
+    fn swap(&self, other: &PageTag<'_>) {
+        match (self, other) {
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            (PageTag::Ext(a), PageTag::Ext(b)) => {
+                let (x, y) = (a.tag_ref().raw(), b.tag_ref().raw());
+                a.tag_ref().set_raw(y);
+                b.tag_ref().set_raw(x);
+            }
+            (PageTag::Index(a), PageTag::Index(b)) => {
+                let (x, y) = (a.raw(), b.raw());
+                a.set_raw(y);
+                b.set_raw(x);
+            }
+            // One boot uses one store.
+            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+            _ => {}
+        }
+    }
+}
+
+#[inline(always)]
+fn pages_bytes(nr: u32) -> usize {
+    PAGE_SIZE.wrapping_mul(nr as usize)
+}
+
+/// Charges `nr` pages from `page` to `tag` in compressed mode; the C hook
+/// (`include/linux/pgalloc_tag.h`) calls it when
+/// `mem_alloc_profiling_compressed_key` is on, or always in a
+/// compressed-only build. In page_ext mode the C hook charges the page's
+/// reference with [`super::tag_ref::__alloc_tag_add`] itself.
+///
+/// # Safety
+///
+/// `page` is the head of `nr` pages being allocated; `tag` is NULL or a tag.
+#[no_mangle]
+pub unsafe extern "C" fn __pgalloc_tag_add_compressed(
+    page: *mut bindings::page,
+    tag: *mut bindings::alloc_tag,
+    nr: u32,
+) {
+    // A compressed-only build decides its layout on first use (out of line,
+    // so that this path needs no frame); otherwise the key is on only once
+    // compressed mode is decided.
+    if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && !compressed::in_effect() {
+        // SAFETY: the caller's contract is this function's.
+        return unsafe { __pgalloc_tag_add_no_ref(page, tag, nr) };
+    }
+    // SAFETY: a valid page (caller), in compressed mode (checked above, or
+    // the key the caller tested).
+    unsafe { PageIndex::get(page) }.charge(tag, pages_bytes(nr));
+}
+
+/// Uncharges `nr` pages at `page` in compressed mode.
+///
+/// # Safety
+///
+/// `page` is the head of `nr` pages being freed.
+#[no_mangle]
+pub unsafe extern "C" fn __pgalloc_tag_sub_compressed(page: *mut bindings::page, nr: u32) {
+    if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && !compressed::in_effect() {
+        // SAFETY: the caller's contract is this function's.
+        return unsafe { __pgalloc_tag_sub_no_ref(page, nr) };
+    }
+    // SAFETY: as in `__pgalloc_tag_add_compressed()`.
+    unsafe { PageIndex::get(page) }.uncharge(pages_bytes(nr));
+}
+
+/// The tag `page` is charged to in compressed mode, or NULL (the tail-page
+/// lookup of `__free_pages()`).
+///
+/// # Safety
+///
+/// `page` is a valid page the caller holds a reference to.
+#[no_mangle]
+pub unsafe extern "C" fn __pgalloc_tag_get_compressed(
+    page: *mut bindings::page,
+) -> *mut bindings::alloc_tag {
+    if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && !compressed::in_effect() {
+        // SAFETY: the caller's contract is this function's.
+        return unsafe { __pgalloc_tag_get(page) };
+    }
+    // SAFETY: as in `__pgalloc_tag_add_compressed()`.
+    unsafe { PageIndex::get(page) }
+        .tag()
+        .map_or(core::ptr::null_mut(), AllocTag::as_raw)
+}
+
+/// The C hook's page_ext path found no reference: either the store is not
+/// decided yet (the first page hooks of the boot run before any `page_ext`
+/// exists, and deciding compressed mode turns the key on), or the page has
+/// no `page_ext` (early boot): not counted, and its tag says so.
+///
+/// # Safety
+///
+/// As [`__pgalloc_tag_add_compressed`].
+#[no_mangle]
+#[cold]
+pub unsafe extern "C" fn __pgalloc_tag_add_no_ref(
+    page: *mut bindings::page,
+    tag: *mut bindings::alloc_tag,
+    nr: u32,
+) {
+    // SAFETY: `page` is a valid page (caller).
+    if let Some(t) = unsafe { PageTag::get(page) } {
+        t.charge(tag, pages_bytes(nr));
+    } else if !page.is_null() && !tag.is_null() {
+        // SAFETY: a non-NULL `tag` is a tag (caller).
+        untracked(unsafe { AllocTag::from_raw(tag) });
+    }
+}
+
+/// A page with nowhere to record its tag (no `page_ext` yet, early in
+/// boot): it is not counted, and its tag says so.
+#[cold]
+fn untracked(tag: &AllocTag) {
+    tag.mark_inaccurate();
+}
+
+/// The free side of [`__pgalloc_tag_add_no_ref`].
+///
+/// # Safety
+///
+/// `page` is the head of `nr` pages being freed.
+#[no_mangle]
+#[cold]
+pub unsafe extern "C" fn __pgalloc_tag_sub_no_ref(page: *mut bindings::page, nr: u32) {
+    // SAFETY: `page` is a valid page (caller).
+    if let Some(t) = unsafe { PageTag::get(page) } {
+        t.uncharge(pages_bytes(nr));
+    }
+}
+
+/// The tag `page` is charged to, or NULL.
+///
+/// # Safety
+///
+/// `page` is a valid page.
+#[no_mangle]
+pub unsafe extern "C" fn __pgalloc_tag_get(page: *mut bindings::page) -> *mut bindings::alloc_tag {
+    // SAFETY: `page` is a valid page (caller).
+    unsafe { PageTag::get(page) }
+        .and_then(|t| t.tag())
+        .map_or(core::ptr::null_mut(), AllocTag::as_raw)
+}
+
+/// Uncharges the bytes of `nr` pages freed apart from their head page.
+///
+/// # Safety
+///
+/// `tag` is a tag.
+#[no_mangle]
+pub unsafe extern "C" fn __pgalloc_tag_sub_pages(tag: *mut bindings::alloc_tag, nr: u32) {
+    // SAFETY: `tag` is a tag (caller).
+    unsafe { AllocTag::from_raw(tag) }.sub_bytes(pages_bytes(nr));
+}
+
+/// Marks `page` as deliberately not counted.
+///
+/// # Safety
+///
+/// `page` is a valid page that is not being allocated or freed concurrently.
+#[no_mangle]
+pub unsafe extern "C" fn __clear_page_tag_ref(page: *mut bindings::page) {
+    // SAFETY: `page` is a valid page (caller).
+    if let Some(t) = unsafe { PageTag::get(page) } {
+        t.set_empty();
+    }
+}
+
+/// Gives every piece of a split allocation the head's tag, one call each;
+/// returns the number of pieces charged so (the head's not included).
+///
+/// # Safety
+///
+/// `folio` is an allocated folio of order `old_order` being split into pieces
+/// of order `new_order`.
+#[no_mangle]
+pub unsafe extern "C" fn __pgalloc_tag_split(
+    folio: *mut bindings::folio,
+    old_order: i32,
+    new_order: i32,
+) -> u32 {
+    if !(0..32).contains(&new_order) || !(new_order..32).contains(&old_order) {
+        return 0;
+    }
+    // SAFETY: `folio` is valid (caller), so is its head page.
+    let head = unsafe { bindings::folio_page(folio, 0) };
+    // SAFETY: the head page of a valid folio.
+    let Some(head) = (unsafe { PageTag::get(head) }) else {
+        return 0;
+    };
+    // The pieces are freed one by one: a record for the whole block would
+    // not be.
+    head.drop_record();
+    let Some(tag) = head.tag() else {
+        return 0;
+    };
+    let step = 1usize << new_order;
+    let mut pieces = 0;
+    for i in (step..(1usize << old_order)).step_by(step) {
+        // SAFETY: `i` is inside the folio (caller), so this is one of its pages.
+        let page = unsafe { bindings::folio_page(folio, i as _) };
+        // SAFETY: a page of the folio.
+        if let Some(t) = unsafe { PageTag::get(page) } {
+            t.charge_piece(tag);
+            pieces += 1;
+        }
+    }
+    pieces
+}
+
+/// Migration: `new` takes over `old`'s data. If both folios carry a tag,
+/// swap their references, so the charge of `old`'s allocation moves to `new`
+/// and the charge `new` was allocated with is uncharged when `old` is freed.
+///
+/// Otherwise both keep theirs. Returns whether the tags were swapped.
+///
+/// A folio without a tag may be one whose free
+/// never reaches the free hook: a `ZONE_DEVICE` page, made by
+/// `memremap_pages()` (its `page->flags` index zeroed, no `page_ext`) and
+/// given back to its driver, not to the page allocator. In compressed mode
+/// such a page still has an index field, and a charge swapped into it would
+/// never be uncharged.
+///
+/// # Safety
+///
+/// `new` and `old` are valid folios of the same size, both locked for
+/// migration.
+#[no_mangle]
+pub unsafe extern "C" fn __pgalloc_tag_swap(
+    new: *mut bindings::folio,
+    old: *mut bindings::folio,
+) -> bool {
+    // SAFETY: both folios are valid (caller), so are their head pages.
+    let (new_head, old_head) =
+        unsafe { (bindings::folio_page(new, 0), bindings::folio_page(old, 0)) };
+    // SAFETY: head pages of valid folios.
+    let (tn, to) = unsafe { (PageTag::get(new_head), PageTag::get(old_head)) };
+    let (Some(tn), Some(to)) = (tn, to) else {
+        return false;
+    };
+    if tn.tag().is_some() && to.tag().is_some() {
+        // A record points back at its reference, which the swap moves.
+        tn.drop_record();
+        to.drop_record();
+        tn.swap(&to);
+        return true;
+    }
+    false
+}

@@ -1,0 +1,1025 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Tags for Rust call sites.
+//!
+//! A C call site gets its tag from `alloc_hooks()`, a macro. Rust call sites
+//! stay as they are (`KBox::new(x, GFP_KERNEL)?`): the allocation entry
+//! points of `kernel::alloc` (and the types built on them) are
+//! `#[track_caller]`, so the allocator sees the [`Location`] of the Rust
+//! code that asked, and charges the allocation to that location's tag,
+//! found here by [`tag_for`].
+//!
+//! - The hot path is a lookup in a fixed open-addressed table keyed by the
+//!   address of the `Location` (a static the compiler emits per call site):
+//!   a hash, at most [`MAX_PROBE`] loads, no lock, no allocation, in one
+//!   out-of-line function (so that the allocators' `realloc()`, which calls
+//!   it, stays small enough to inline, and frees pay nothing for it).
+//! - The first allocation from a site registers it ([`register`], once, on a
+//!   cold path under a raw spinlock, from any context but NMI): it takes a
+//!   free tag from a pre-allocated block, fills it with the site's file
+//!   (relative to the source tree), line, module and function, and enters
+//!   it in the table. Copies of one site's `Location` (from different
+//!   codegen units) share one tag. Blocks of tags are added from process
+//!   context by a work item ([`alloc_tag_rust_sites_grow`]) when the free
+//!   tags run low; the registry reports their tags in use like any other.
+//! - The function is named from the stack: the first frame outside the
+//!   kernel crate's allocation machinery, its v0 symbol reduced to the
+//!   function's name ([`super::demangle`]). With inlining, that is the
+//!   function the call ended up in. Without a reliable unwinder (the
+//!   guessing one) or kallsyms, it is `?`.
+//! - When a Rust module goes, its sites leave the table; sites with nothing
+//!   charged are freed for reuse, the others stay reported (detached, under
+//!   the module's name) until their allocations are freed, as a module's C
+//!   tags do.
+//! - Before the profiler's initcall, with profiling `never`, or without a
+//!   free tag, an allocation is charged to one fallback row,
+//!   `rust_site_unregistered`. With profiling off, [`tag_for`] looks
+//!   nothing up and registers nothing: it names the fallback row, which is
+//!   not charged while off.
+
+use super::tag::{AllocTag, PerCpuCounters};
+use crate::{
+    bindings, c_str,
+    sync::lock::{raw_spinlock::RawSpinLockIrqBackend, Guard},
+    sync::{Mutex, RawSpinLockIrq},
+};
+use core::cell::UnsafeCell;
+use core::mem::size_of;
+use core::panic::Location;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+
+/// Bytes of one block of tags and their sites, allocated each time the
+/// pool runs low: an order-2 allocation, filled.
+const BLOCK_BYTES: usize = 16384;
+
+/// Tags per block (51 on 64-bit).
+const BLOCK_TAGS: usize = BLOCK_BYTES / (size_of::<bindings::alloc_tag>() + size_of::<Site>());
+
+/// At most this many blocks: `CONFIG_MEM_ALLOC_PROFILING_RUST_SITES` sites,
+/// rounded down to whole blocks (1020 sites for 1024).
+const MAX_BLOCKS: usize = {
+    let n = bindings::CONFIG_MEM_ALLOC_PROFILING_RUST_SITES as usize / BLOCK_TAGS;
+    if n == 0 {
+        1
+    } else {
+        n
+    }
+};
+
+/// Table slots: a power of two, at least twice the sites (2048 slots, 32 KiB
+/// and 16 KiB of identity entries,
+/// for 1020 sites).
+const TABLE_BITS: u32 = (2 * MAX_BLOCKS * BLOCK_TAGS)
+    .next_power_of_two()
+    .trailing_zeros();
+const TABLE_SIZE: usize = 1 << TABLE_BITS;
+
+/// Slots a lookup or an insertion looks at, from the key's hash on.
+pub const MAX_PROBE: usize = 16;
+
+/// Bytes kept of a site's file path, function name and module name, with the
+/// terminating NUL.
+const FILE_LEN: usize = 128;
+const FUNC_LEN: usize = 64;
+/// `MODULE_NAME_LEN`, a macro bindgen cannot see.
+const MOD_LEN: usize = 64 - size_of::<crate::ffi::c_ulong>();
+
+/// A table key: the address of a `Location`; 0 is an empty slot, 1 one
+/// whose site went away.
+const KEY_EMPTY: usize = 0;
+const KEY_GONE: usize = 1;
+
+/// One table slot.
+struct Slot {
+    key: AtomicUsize,
+    site: AtomicPtr<Site>,
+}
+
+/// Where a site is in its life.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum SiteState {
+    /// Unused, on the free list (a zeroed block's sites start here).
+    Free = 0,
+    /// Registered: the table finds it and its tag is reported.
+    Live = 1,
+    /// Its module is gone and allocations are still charged to its tag,
+    /// which stays reported.
+    Detached = 2,
+    /// Drained and unlisted, waiting for frees in flight before reuse.
+    Unlisted = 3,
+}
+
+/// A [`SiteState`] as an atomic byte; all zeroes is [`SiteState::Free`].
+#[repr(transparent)]
+struct AtomicSiteState(AtomicU8);
+
+impl AtomicSiteState {
+    fn load(&self) -> SiteState {
+        match self.0.load(Ordering::Relaxed) {
+            1 => SiteState::Live,
+            2 => SiteState::Detached,
+            3 => SiteState::Unlisted,
+            // Only `store` writes it, and the blocks start zeroed.
+            _ => SiteState::Free,
+        }
+    }
+
+    fn store(&self, state: SiteState) {
+        self.0.store(state as u8, Ordering::Relaxed);
+    }
+}
+
+/// The strings and identity of one site.
+struct SiteData {
+    /// The module the call site is in, NULL for vmlinux (and once detached).
+    owner: *mut bindings::module,
+    line: u32,
+    column: u32,
+    file: [u8; FILE_LEN],
+    func: [u8; FUNC_LEN],
+    modname: [u8; MOD_LEN],
+    /// In the identity index ([`Sites::ident`]).
+    indexed: bool,
+    /// While the site is free: the next free site's index plus one, 0 for
+    /// none ([`Sites::free_head`]).
+    next_free: u32,
+}
+
+/// One site: its state and data, for the tag of the same index in its
+/// block.
+///
+/// # Invariants
+///
+/// `tag` is the tag of the same index in the site's block, set before the
+/// block is published. `data` is only touched under the sites lock; its
+/// strings, which the tag points to, are written only while `state` is
+/// [`SiteState::Free`] and the tag is not in use (its `filename` NULL), so that readers
+/// of a tag in use see them complete.
+struct Site {
+    state: AtomicSiteState,
+    tag: *mut bindings::alloc_tag,
+    data: UnsafeCell<SiteData>,
+}
+
+/// A block of site tags and their sites, zeroed when allocated.
+#[repr(C)]
+struct Block {
+    tags: [bindings::alloc_tag; BLOCK_TAGS],
+    sites: [Site; BLOCK_TAGS],
+}
+
+/// The sites' shared state.
+///
+/// # Invariants
+///
+/// `blocks[..nr_blocks]` are valid blocks that are never freed; `nr_blocks`
+/// only grows, under the sites lock. `table` is NULL or `TABLE_SIZE` slots
+/// that are never freed; keys and sites in it are changed only under the
+/// sites lock. `ident` is NULL or `TABLE_SIZE` entries, never freed, read
+/// and written only under the sites lock: each NULL or a live site whose
+/// `indexed` is set, at most `MAX_PROBE - 1` slots after its identity's
+/// hash with no NULL entry between. `unindexed` counts the live sites
+/// not in it. `free_head` (an index plus one, 0 for none) and the sites'
+/// `next_free` list exactly the free sites of the blocks added, under the
+/// sites lock.
+struct Sites {
+    table: AtomicPtr<Slot>,
+    ident: AtomicPtr<AtomicPtr<Site>>,
+    unindexed: AtomicUsize,
+    free_head: AtomicUsize,
+    blocks: UnsafeCell<[*mut Block; MAX_BLOCKS]>,
+    nr_blocks: AtomicUsize,
+    free: AtomicUsize,
+    detached: AtomicUsize,
+    /// The source tree prefix of vmlinux's `Location` file names.
+    prefix_len: AtomicUsize,
+}
+
+// SAFETY: `blocks` is written only under the sites lock and its entries
+// below `nr_blocks` are never changed again; the rest is atomic.
+unsafe impl Sync for Sites {}
+
+static SITES: Sites = Sites {
+    table: AtomicPtr::new(core::ptr::null_mut()),
+    ident: AtomicPtr::new(core::ptr::null_mut()),
+    unindexed: AtomicUsize::new(0),
+    free_head: AtomicUsize::new(0),
+    blocks: UnsafeCell::new([core::ptr::null_mut(); MAX_BLOCKS]),
+    nr_blocks: AtomicUsize::new(0),
+    free: AtomicUsize::new(0),
+    detached: AtomicUsize::new(0),
+    prefix_len: AtomicUsize::new(0),
+};
+
+// Per-CPU data only on SMP: on UP it is plain `.data` (`PER_CPU_BASE_SECTION`),
+// and `.data..percpu` would be init memory, freed after boot.
+#[cfg_attr(CONFIG_SMP, link_section = ".data..percpu")]
+static FALLBACK_COUNTERS: PerCpuCounters = PerCpuCounters::new();
+
+/// The row of Rust allocations whose site has no tag of its own (before
+/// the profiler is up, in `never` mode, or with every site tag taken).
+#[used]
+#[link_section = "alloc_tags"]
+static FALLBACK: AllocTag = AllocTag::new_static(
+    concat!("rust/kernel/alloc_tag/", "rust_sites.rs", "\0"),
+    line!(),
+    c"rust_site_unregistered",
+    0,
+    &FALLBACK_COUNTERS,
+);
+
+/// The sites lock: registration takes it from any context but NMI, so it
+/// spins with interrupts off. What it serialises is [`SITES`]' and the
+/// sites' data (their invariants say which), which lock-free readers of the
+/// atomics share, so it holds no data of its own.
+// SAFETY: `init` sets it up first; nothing takes it before `init` has
+// published the table or a block (every user needs one of them).
+static SITES_LOCK: RawSpinLockIrq<()> = unsafe { RawSpinLockIrq::new_static(()) };
+
+/// Adding blocks, one caller at a time (the work item, tests); process
+/// context.
+// SAFETY: `init` sets it up before anything can grow the pool: `init`
+// itself, then the work item and tests, which run after the initcalls.
+static GROW_LOCK: Mutex<()> = unsafe { Mutex::new_static(()) };
+
+/// The sites lock, held (interrupts off) while this lives.
+///
+/// The slot and site reads made under each hold are counted (with
+/// [`count`]) and the largest count kept: see [`max_lock_hold`].
+struct SitesLock {
+    _held: Guard<'static, (), RawSpinLockIrqBackend>,
+}
+
+impl SitesLock {
+    fn new() -> SitesLock {
+        let lock = SitesLock {
+            _held: SITES_LOCK.lock(),
+        };
+        HOLD.work.store(0, Ordering::Relaxed);
+        lock
+    }
+}
+
+impl Drop for SitesLock {
+    fn drop(&mut self) {
+        let work = HOLD.work.load(Ordering::Relaxed);
+        HOLD.max.fetch_max(work, Ordering::Relaxed);
+        // The lock is released when `_held` is dropped, after this.
+    }
+}
+
+/// How long the sites lock is held, in slot and site reads: what the tests
+/// check the chunked loops against ([`max_lock_hold`]). Kept apart from the
+/// sites' state, which it only observes.
+struct LockHold {
+    /// Reads under the current hold; only its holder touches it.
+    work: AtomicUsize,
+    /// The most reads made under one hold so far.
+    max: AtomicUsize,
+}
+
+static HOLD: LockHold = LockHold {
+    work: AtomicUsize::new(0),
+    max: AtomicUsize::new(0),
+};
+
+/// Counts `n` slot or site reads under the sites lock, which is held.
+#[inline(always)]
+fn count(n: usize) {
+    // Only the lock's holder writes it: no read-modify-write needed.
+    let w = HOLD.work.load(Ordering::Relaxed);
+    HOLD.work.store(w + n, Ordering::Relaxed);
+}
+
+/// The most slot and site reads the core has made under one hold of the
+/// sites lock (interrupts off) since boot. Loops over the table or over
+/// every site take the lock per [`GONE_CHUNK`] slots or per block, so this
+/// stays at most [`LOCK_HOLD_BOUND`] whatever
+/// `CONFIG_MEM_ALLOC_PROFILING_RUST_SITES` is, unless the identity index
+/// overflowed (see [`find_live`]). For tests.
+pub fn max_lock_hold() -> usize {
+    HOLD.max.load(Ordering::Relaxed)
+}
+
+/// The bound on [`max_lock_hold`]: a chunk of the table, or a block of
+/// sites with their identity runs.
+pub const LOCK_HOLD_BOUND: usize = 2 * GONE_CHUNK;
+
+#[inline(always)]
+fn hash(key: usize) -> usize {
+    (key as u64 >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) as usize >> (usize::BITS - TABLE_BITS)
+}
+
+#[inline(always)]
+fn table() -> Option<&'static [Slot]> {
+    let t = SITES.table.load(Ordering::Acquire);
+    if t.is_null() {
+        return None;
+    }
+    // SAFETY: a non-NULL table has `TABLE_SIZE` slots and is never freed
+    // (invariant).
+    Some(unsafe { core::slice::from_raw_parts(t, TABLE_SIZE) })
+}
+
+/// The site the table holds for `key`, if any. Lock-free; at most
+/// [`MAX_PROBE`] slots.
+#[inline(always)]
+fn lookup(table: &[Slot], key: usize) -> Option<&'static Site> {
+    let h = hash(key);
+    for i in 0..MAX_PROBE {
+        let slot = &table[(h + i) & (TABLE_SIZE - 1)];
+        let k = slot.key.load(Ordering::Acquire);
+        if k == KEY_EMPTY {
+            return None;
+        }
+        if k == key {
+            let site = slot.site.load(Ordering::Acquire);
+            // The slot may have been emptied and reused meanwhile: the
+            // site read counts only if the key is still there.
+            if slot.key.load(Ordering::Acquire) == key {
+                // SAFETY: sites in the table are in blocks, never freed.
+                return Some(unsafe { &*site });
+            }
+        }
+    }
+    None
+}
+
+/// The tag to charge an allocation from the Rust call site `loc` to.
+///
+/// Lock-free and bounded unless the site is new, which registers it once
+/// (from any context, never sleeping or allocating). Not inlined: see the
+/// module documentation.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::alloc_tag::{rust_sites, AllocTag};
+///
+/// #[track_caller]
+/// fn site_tag() -> &'static AllocTag {
+///     let tag = rust_sites::tag_for(core::panic::Location::caller());
+///     // SAFETY: the tags `tag_for` returns stay valid for good.
+///     unsafe { AllocTag::from_raw(tag) }
+/// }
+///
+/// let (a, line) = (site_tag(), line!());
+/// assert_eq!(a.line(), line);
+/// assert!(a.file().as_bytes().ends_with(b".rs"));
+/// assert!(a.module_name().is_none());
+/// // Another site, another tag; the same site, the same tag.
+/// let (b, line_b) = (site_tag(), line!());
+/// assert!(b.line() == line_b && b.as_raw() != a.as_raw());
+/// let mut first = None;
+/// for _ in 0..2 {
+///     let (c, line_c) = (site_tag(), line!());
+///     assert_eq!(c.line(), line_c);
+///     assert_eq!(*first.get_or_insert(c.as_raw()), c.as_raw());
+/// }
+/// ```
+#[inline(never)]
+pub fn tag_for(loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
+    // Off, nothing is charged: no lookup, and no site registers (a site
+    // that only allocates while off takes no tag). Should profiling come on
+    // before the allocation's hook runs, the fallback row gets it.
+    if !super::control::profiling_enabled() {
+        return FALLBACK.as_raw();
+    }
+    let Some(table) = table() else {
+        return FALLBACK.as_raw();
+    };
+    match lookup(table, loc as *const Location<'static> as usize) {
+        Some(site) => site.tag,
+        None => register(table, loc),
+    }
+}
+
+/// The `filename` of the code tag `ct`, as an atomic: a site tag gets its
+/// site by setting it last, with release, and loses it by clearing it (the
+/// registry reports it while it is set: [`AllocTag::has_file`]).
+///
+/// # Safety
+///
+/// `ct` is a valid code tag for `'a`.
+#[inline(always)]
+unsafe fn filename<'a>(ct: *mut bindings::codetag) -> &'a AtomicPtr<u8> {
+    // SAFETY: an aligned pointer-sized field of a valid tag (caller).
+    unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*ct).filename).cast::<*mut u8>()) }
+}
+
+/// The number of sites in the blocks added so far.
+fn nr_sites() -> usize {
+    SITES.nr_blocks.load(Ordering::Acquire) * BLOCK_TAGS
+}
+
+/// Site `i`, below [`nr_sites`]. (Plain loops over indexes: the kernel
+/// crate exports its symbols, and iterator adapters over closures here make
+/// names longer than modpost takes.)
+fn site(i: usize) -> &'static Site {
+    // SAFETY: entries below `nr_blocks` are valid and never change again
+    // (invariant); `nr_blocks` is published with release after the entry.
+    let block = unsafe { &*(*SITES.blocks.get())[i / BLOCK_TAGS] };
+    &block.sites[i % BLOCK_TAGS]
+}
+
+/// The last `max` bytes of `src` (all of it if shorter).
+fn tail(src: &[u8], max: usize) -> &[u8] {
+    &src[src.len() - src.len().min(max)..]
+}
+
+/// Copies `src` into `dst` as a NUL-terminated string, keeping its end if
+/// it is too long.
+fn copy_str(dst: &mut [u8], src: &[u8]) {
+    let t = tail(src, dst.len() - 1);
+    dst[..t.len()].copy_from_slice(t);
+    dst[t.len()] = 0;
+}
+
+fn c_bytes(buf: &[u8]) -> &[u8] {
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    &buf[..n]
+}
+
+/// The file of `loc` relative to the source tree.
+fn rel_file(loc: &'static Location<'static>) -> &'static [u8] {
+    let f = loc.file().as_bytes();
+    let p = SITES.prefix_len.load(Ordering::Relaxed);
+    match f.get(..p) {
+        Some(prefix) if p != 0 && prefix == &own_file()[..p] => &f[p..],
+        _ => f,
+    }
+}
+
+/// This file's `Location` name, whose source-tree prefix is that of every
+/// file of vmlinux.
+fn own_file() -> &'static [u8] {
+    Location::caller().file().as_bytes()
+}
+
+/// The name of the function that asked for an allocation: the first frame
+/// on the stack outside the allocation machinery. Called with the sites
+/// lock held (for the static buffers).
+fn caller_name(out: &mut [u8]) {
+    const FRAMES: usize = 24;
+    struct Bufs(
+        UnsafeCell<(
+            [crate::ffi::c_ulong; FRAMES],
+            [u8; bindings::KSYM_NAME_LEN as usize],
+        )>,
+    );
+    // SAFETY: only used under the sites lock.
+    unsafe impl Sync for Bufs {}
+    static BUFS: Bufs = Bufs(UnsafeCell::new((
+        [0; FRAMES],
+        [0; bindings::KSYM_NAME_LEN as usize],
+    )));
+    // SAFETY: the sites lock is held (caller), so this is the only user.
+    let (frames, name) = unsafe { &mut *BUFS.0.get() };
+    copy_str(out, b"?");
+    // SAFETY: `frames` has room for `FRAMES` entries.
+    let n = unsafe { bindings::alloc_tag_stack(frames.as_mut_ptr(), FRAMES as u32) } as usize;
+    for &addr in &frames[..n.min(FRAMES)] {
+        // SAFETY: `name` has `KSYM_NAME_LEN` bytes.
+        let sym = unsafe { bindings::alloc_tag_symbol(addr, name.as_mut_ptr().cast()) };
+        if sym.is_null() {
+            continue;
+        }
+        // SAFETY: kallsyms returned a NUL-terminated name.
+        let sym = unsafe { crate::str::CStr::from_char_ptr(sym) }.as_bytes();
+        if super::demangle::is_alloc_machinery(sym) || sym.starts_with(b"rust_helper_") {
+            continue;
+        }
+        match super::demangle::fn_name(sym) {
+            Some(f) => {
+                let mut len = f.ident.len().min(out.len() - 1);
+                out[..len].copy_from_slice(&f.ident[..len]);
+                for _ in 0..f.closures {
+                    let c = b"::{closure}";
+                    if len + c.len() >= out.len() {
+                        break;
+                    }
+                    out[len..len + c.len()].copy_from_slice(c);
+                    len += c.len();
+                }
+                out[len] = 0;
+            }
+            None => copy_str(out, sym),
+        }
+        return;
+    }
+}
+
+/// Enters `key` for `site` in the table, reusing a slot whose site went
+/// away. False if the key's slots are all taken. Under the sites lock.
+fn insert(table: &[Slot], key: usize, site: &Site) -> bool {
+    let h = hash(key);
+    for i in 0..MAX_PROBE {
+        let slot = &table[(h + i) & (TABLE_SIZE - 1)];
+        let k = slot.key.load(Ordering::Relaxed);
+        if k == KEY_EMPTY || k == KEY_GONE {
+            slot.site
+                .store(site as *const Site as *mut Site, Ordering::Release);
+            slot.key.store(key, Ordering::Release);
+            return true;
+        }
+    }
+    false
+}
+
+/// The identity index: the live sites by (module, file, line, column), so
+/// that a copy of a site's `Location` finds the site in at most
+/// [`MAX_PROBE`] steps instead of a scan of every site. Under the sites lock.
+fn ident() -> Option<&'static [AtomicPtr<Site>]> {
+    let t = SITES.ident.load(Ordering::Relaxed);
+    if t.is_null() {
+        return None;
+    }
+    // SAFETY: a non-NULL index has `TABLE_SIZE` entries and is never freed
+    // (invariant).
+    Some(unsafe { core::slice::from_raw_parts(t, TABLE_SIZE) })
+}
+
+/// The index slot an identity hashes to.
+fn ident_hash(owner: *mut bindings::module, line: u32, column: u32, file: &[u8]) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in file {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+    }
+    h ^= owner as usize as u64 ^ (u64::from(line) << 32) ^ u64::from(column);
+    (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (u64::BITS - TABLE_BITS)) as usize
+}
+
+impl SiteData {
+    /// Whether this is the site of `loc` (its `file` relative to the tree)
+    /// in `owner`.
+    fn same_site(&self, owner: *mut bindings::module, loc: &Location<'_>, file: &[u8]) -> bool {
+        self.owner == owner
+            && self.line == loc.line()
+            && self.column == loc.column()
+            && c_bytes(&self.file) == tail(file, FILE_LEN - 1)
+    }
+
+    fn ident_hash(&self) -> usize {
+        ident_hash(self.owner, self.line, self.column, c_bytes(&self.file))
+    }
+}
+
+/// The live site of `loc` in `owner`, if any: from the index, or with a scan
+/// while some live site is not in it. Under the sites lock.
+fn find_live(
+    owner: *mut bindings::module,
+    loc: &Location<'_>,
+    file: &[u8],
+) -> Option<&'static Site> {
+    if let (Some(ix), 0) = (ident(), SITES.unindexed.load(Ordering::Relaxed)) {
+        let h = ident_hash(owner, loc.line(), loc.column(), tail(file, FILE_LEN - 1));
+        for i in 0..MAX_PROBE {
+            count(1);
+            let e = ix[(h + i) & (TABLE_SIZE - 1)].load(Ordering::Relaxed);
+            if e.is_null() {
+                return None;
+            }
+            // SAFETY: index entries are live sites, in blocks never freed.
+            let site = unsafe { &*e };
+            // SAFETY: the lock is held; live data is not written.
+            if unsafe { &*site.data.get() }.same_site(owner, loc, file) {
+                return Some(site);
+            }
+        }
+        return None;
+    }
+    // Only while the index overflowed (a run of `MAX_PROBE` entries): the
+    // one unbounded hold, counted like the others.
+    for i in 0..nr_sites() {
+        count(1);
+        let site = site(i);
+        if site.state.load() != SiteState::Live {
+            continue;
+        }
+        // SAFETY: the lock is held, and a live site's data is not written.
+        let d = unsafe { &*site.data.get() };
+        if d.same_site(owner, loc, file) {
+            return Some(site);
+        }
+    }
+    None
+}
+
+/// Enters the newly live `site` in the index, or counts it unindexed.
+/// Under the sites lock.
+fn ident_insert(site: &'static Site, d: &mut SiteData) {
+    if let Some(ix) = ident() {
+        let h = d.ident_hash();
+        for i in 0..MAX_PROBE {
+            count(1);
+            let e = &ix[(h + i) & (TABLE_SIZE - 1)];
+            if e.load(Ordering::Relaxed).is_null() {
+                e.store(core::ptr::from_ref(site).cast_mut(), Ordering::Relaxed);
+                d.indexed = true;
+                return;
+            }
+        }
+    }
+    d.indexed = false;
+    SITES.unindexed.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Takes `site`, which stops being live, out of the index (closing the gap
+/// by moving later entries of the run back, so that every entry stays
+/// reachable from its hash). Under the sites lock.
+fn ident_remove(site: &Site, d: &mut SiteData) {
+    if !d.indexed {
+        SITES.unindexed.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    d.indexed = false;
+    let Some(ix) = ident() else {
+        return;
+    };
+    let mask = TABLE_SIZE - 1;
+    let h = d.ident_hash();
+    let mut at = None;
+    for i in 0..MAX_PROBE {
+        count(1);
+        if core::ptr::eq(ix[(h + i) & mask].load(Ordering::Relaxed), site) {
+            at = Some((h + i) & mask);
+            break;
+        }
+    }
+    let Some(mut hole) = at else {
+        return;
+    };
+    ix[hole].store(core::ptr::null_mut(), Ordering::Relaxed);
+    let mut j = hole;
+    // At most a run of the table; with at most half of it used, short.
+    for _ in 0..TABLE_SIZE {
+        count(1);
+        j = (j + 1) & mask;
+        let e = ix[j].load(Ordering::Relaxed);
+        if e.is_null() {
+            break;
+        }
+        // SAFETY: index entries are live sites; the lock is held.
+        let home = unsafe { &*(*e).data.get() }.ident_hash();
+        // Move the entry back into the hole if the hole lies between its
+        // hash and where it is.
+        if hole.wrapping_sub(home) & mask < j.wrapping_sub(home) & mask {
+            ix[hole].store(e, Ordering::Relaxed);
+            ix[j].store(core::ptr::null_mut(), Ordering::Relaxed);
+            hole = j;
+        }
+    }
+}
+
+/// Registers the new site `loc` and returns its tag: the slow path of
+/// [`tag_for`].
+#[cold]
+#[inline(never)]
+fn register(table: &'static [Slot], loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
+    let key = loc as *const Location<'static> as usize;
+    let tag = {
+        let _lock = SitesLock::new();
+        register_locked(table, loc, key)
+    };
+    if SITES.free.load(Ordering::Relaxed) < BLOCK_TAGS / 4
+        && SITES.nr_blocks.load(Ordering::Relaxed) < MAX_BLOCKS
+    {
+        // SAFETY: no preconditions; callable from any context.
+        unsafe { bindings::alloc_tag_sites_schedule_grow() };
+    }
+    tag
+}
+
+fn register_locked(
+    table: &[Slot],
+    loc: &'static Location<'static>,
+    key: usize,
+) -> *mut bindings::alloc_tag {
+    count(MAX_PROBE);
+    if let Some(site) = lookup(table, key) {
+        return site.tag;
+    }
+    // SAFETY: preemption is off under the sites lock.
+    let owner = unsafe { bindings::alloc_tag_module_of(key as crate::ffi::c_ulong) };
+    let file = rel_file(loc);
+    // Another copy of the same site's `Location` already has a tag.
+    if let Some(site) = find_live(owner, loc, file) {
+        insert(table, key, site);
+        return site.tag;
+    }
+    let Some(site) = pop_free() else {
+        return FALLBACK.as_raw();
+    };
+    // SAFETY: a free site's data is written only under the lock, which is
+    // held, and its tag is not in use (invariant).
+    let d = unsafe { &mut *site.data.get() };
+    d.owner = owner;
+    d.line = loc.line();
+    d.column = loc.column();
+    copy_str(&mut d.file, file);
+    caller_name(&mut d.func);
+    let modname = if owner.is_null() {
+        core::ptr::null()
+    } else {
+        // SAFETY: `owner` is the live module running this allocation (its
+        // code asked for it), so its name is valid.
+        let name = unsafe { crate::str::CStr::from_char_ptr((*owner).name.as_ptr()) };
+        copy_str(&mut d.modname, name.as_bytes());
+        d.modname.as_ptr()
+    };
+    let ct = site.tag_codetag();
+    // SAFETY: the site's tag is valid and not in use: nothing reads these
+    // fields until `filename` is set below, with release.
+    unsafe {
+        (*ct).lineno = d.line;
+        (*ct).modname = modname.cast();
+        (*ct).function = d.func.as_ptr().cast();
+        // A new site starts exact and disarmed, whatever the tag's last
+        // site left (a drained site is never unlisted while armed).
+        AtomicU32::from_ptr(core::ptr::addr_of_mut!((*ct).flags)).fetch_and(
+            !(bindings::CODETAG_FLAG_INACCURATE
+                | super::tag::CODETAG_FLAG_CAPTURE
+                | super::node::CODETAG_FLAG_PERCPU),
+            Ordering::Relaxed,
+        );
+        filename(ct).store(d.file.as_mut_ptr(), Ordering::Release);
+    }
+    site.state.store(SiteState::Live);
+    ident_insert(site, d);
+    SITES.free.fetch_sub(1, Ordering::Relaxed);
+    // Without a slot, the site is found again through the scan above.
+    insert(table, key, site);
+    site.tag
+}
+
+impl Site {
+    fn tag_codetag(&self) -> *mut bindings::codetag {
+        // SAFETY: `tag` points to the site's tag in its block.
+        unsafe { core::ptr::addr_of_mut!((*self.tag).ct) }
+    }
+
+    fn tag(&self) -> &'static AllocTag {
+        // SAFETY: block tags are valid for good, with counters from
+        // `registry::add_block`.
+        unsafe { AllocTag::from_raw(self.tag) }
+    }
+}
+
+/// Slots of the table looked at per hold of the sites lock when a module
+/// goes, so that interrupts are never off for long: 512 slot reads (and
+/// as many site reads) per hold, whatever `CONFIG_MEM_ALLOC_PROFILING_RUST_SITES`.
+const GONE_CHUNK: usize = 512;
+
+/// Takes `module`'s sites out of the table: drained ones are unlisted at
+/// the next reclaim, the others stay reported until drained. Returns
+/// whether it had any. Called with the registry held for writing, once the
+/// module's code can no longer run, so none of its sites registers
+/// meanwhile; the lock is taken per [`GONE_CHUNK`] slots, then per block.
+pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
+    let Some(table) = table() else {
+        return false;
+    };
+    // One pass over the table: the keys of the module's sites go.
+    let mut from = 0;
+    while from < TABLE_SIZE {
+        let _lock = SitesLock::new();
+        for slot in &table[from..(from + GONE_CHUNK).min(TABLE_SIZE)] {
+            count(1);
+            if slot.key.load(Ordering::Relaxed) <= KEY_GONE {
+                continue;
+            }
+            // SAFETY: sites in the table are in blocks, never freed.
+            let site = unsafe { &*slot.site.load(Ordering::Relaxed) };
+            if site.state.load() != SiteState::Live {
+                continue;
+            }
+            // SAFETY: the lock is held, and a live site's data is not
+            // written.
+            if unsafe { &*site.data.get() }.owner == module {
+                slot.key.store(KEY_GONE, Ordering::Release);
+            }
+        }
+        from += GONE_CHUNK;
+    }
+    // Then its sites are detached, one block per hold.
+    let mut any = false;
+    for b in 0..SITES.nr_blocks.load(Ordering::Acquire) {
+        let _lock = SitesLock::new();
+        for i in b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS {
+            count(1);
+            let site = site(i);
+            if site.state.load() != SiteState::Live {
+                continue;
+            }
+            // SAFETY: the lock is held; live data is only written here,
+            // under it.
+            let d = unsafe { &mut *site.data.get() };
+            if d.owner != module {
+                continue;
+            }
+            ident_remove(site, d);
+            // Its strings are copies in the site: nothing to do for them.
+            d.owner = core::ptr::null_mut();
+            site.state.store(SiteState::Detached);
+            SITES.detached.fetch_add(1, Ordering::Relaxed);
+            any = true;
+        }
+    }
+    any
+}
+
+/// The number of detached sites.
+pub(crate) fn detached() -> usize {
+    SITES.detached.load(Ordering::Relaxed)
+}
+
+/// Stops reporting the detached sites with nothing charged; returns how
+/// many. Called with the registry held for writing, so that no reader is
+/// reading their strings; [`free_unlisted`] frees them after the frees in
+/// flight.
+pub(crate) fn unlist_drained() -> usize {
+    let mut n = 0;
+    // One block per hold.
+    for b in 0..SITES.nr_blocks.load(Ordering::Acquire) {
+        let _lock = SitesLock::new();
+        for i in b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS {
+            count(1);
+            let site = site(i);
+            if site.state.load() != SiteState::Detached {
+                continue;
+            }
+            // An armed tag is in use (capture points at it until disarmed;
+            // arming holds the registry for reading, so not meanwhile).
+            let c = site.tag().read();
+            if c.bytes != 0 || c.calls != 0 || site.tag().capture_armed() {
+                continue;
+            }
+            // SAFETY: the site's tag; no reader holds the registry.
+            unsafe { filename(site.tag_codetag()) }.store(core::ptr::null_mut(), Ordering::Release);
+            site.state.store(SiteState::Unlisted);
+            SITES.detached.fetch_sub(1, Ordering::Relaxed);
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Makes the unlisted sites free for reuse.
+pub(crate) fn free_unlisted() {
+    // One block per hold.
+    for b in 0..SITES.nr_blocks.load(Ordering::Acquire) {
+        let _lock = SitesLock::new();
+        // Pushed from the top, so that the lowest is taken first.
+        for i in (b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS).rev() {
+            count(1);
+            let site = site(i);
+            if site.state.load() == SiteState::Unlisted {
+                site.state.store(SiteState::Free);
+                push_free(i);
+                SITES.free.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Puts the free site `i` on the free list. Under the sites lock.
+fn push_free(i: usize) {
+    let site = site(i);
+    // SAFETY: the lock is held and the site is free: its data is written
+    // only under the lock (invariant).
+    let d = unsafe { &mut *site.data.get() };
+    // Indexes are below `MAX_BLOCKS * BLOCK_TAGS`, at most 65536.
+    d.next_free = SITES.free_head.load(Ordering::Relaxed) as u32;
+    SITES.free_head.store(i + 1, Ordering::Relaxed);
+}
+
+/// Takes a free site off the free list, if there is one. Under the sites
+/// lock.
+fn pop_free() -> Option<&'static Site> {
+    let head = SITES.free_head.load(Ordering::Relaxed);
+    if head == 0 {
+        return None;
+    }
+    count(1);
+    let site = site(head - 1);
+    // SAFETY: the lock is held, and the site is free (on the list).
+    let next = unsafe { &*site.data.get() }.next_free;
+    SITES.free_head.store(next as usize, Ordering::Relaxed);
+    Some(site)
+}
+
+const _: () = assert!(size_of::<Block>() <= BLOCK_BYTES);
+// Free-list links are `u32`.
+const _: () = assert!(MAX_BLOCKS * BLOCK_TAGS < u32::MAX as usize);
+
+/// Adds one block of free sites. Process context; may sleep.
+fn grow() -> bool {
+    let _grow = GROW_LOCK.lock();
+    if SITES.nr_blocks.load(Ordering::Acquire) >= MAX_BLOCKS {
+        return false;
+    }
+    // SAFETY: may sleep; callers may. Zeroed, and charged to the helper's
+    // own row.
+    let block =
+        unsafe { bindings::alloc_tag_sites_alloc_block(size_of::<Block>()) }.cast::<Block>();
+    if block.is_null() {
+        return false;
+    }
+    // SAFETY: a zeroed block; all-zero sites are free, their tags unused.
+    unsafe {
+        for i in 0..BLOCK_TAGS {
+            let tag = core::ptr::addr_of_mut!((*block).tags[i]);
+            core::ptr::addr_of_mut!((*block).sites[i].tag).write(tag);
+        }
+    }
+    // SAFETY: the tags are zeroed, unused and never freed (blocks stay).
+    let tags = unsafe { core::ptr::addr_of_mut!((*block).tags).cast::<bindings::alloc_tag>() };
+    // SAFETY: as above.
+    if unsafe { super::registry::add_block(tags, BLOCK_TAGS) }.is_err() {
+        // SAFETY: not registered anywhere.
+        unsafe { bindings::kvfree(block.cast()) };
+        return false;
+    }
+    let _lock = SitesLock::new();
+    let n = SITES.nr_blocks.load(Ordering::Relaxed);
+    // SAFETY: `n < MAX_BLOCKS`: blocks are only added here, under the grow
+    // mutex, which was held since the check above.
+    unsafe { (*SITES.blocks.get())[n] = block };
+    SITES.nr_blocks.store(n + 1, Ordering::Release);
+    for i in (n * BLOCK_TAGS..(n + 1) * BLOCK_TAGS).rev() {
+        count(1);
+        push_free(i);
+    }
+    SITES.free.fetch_add(BLOCK_TAGS, Ordering::Relaxed);
+    true
+}
+
+/// Adds blocks until there are as many as Kconfig allows (or memory runs
+/// out), as the work item does one at a time when free sites run low;
+/// returns the number of site tags then. Process context; may sleep. For
+/// tests that need the whole pool in place (the compressed index budget).
+pub fn grow_all() -> usize {
+    while grow() {}
+    nr_sites()
+}
+
+/// The work item that adds a block of sites when they run low.
+#[no_mangle]
+pub extern "C" fn alloc_tag_rust_sites_grow() {
+    static WARNED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+    if SITES.free.load(Ordering::Relaxed) < BLOCK_TAGS / 4
+        && !grow()
+        && !WARNED.swap(true, Ordering::Relaxed)
+    {
+        crate::pr_warn!(
+            "alloc_tag: no more Rust site tags; new sites go to rust_site_unregistered\n"
+        );
+    }
+}
+
+/// Sets the Rust sites up: the table and the first block. Called from the
+/// profiler's initcall, after the registry; nothing is set up if profiling
+/// is `never` (every Rust allocation then names the fallback tag, which is
+/// never charged).
+pub(crate) fn init() {
+    // SAFETY: once (the initcall), before any user of either lock (their
+    // safety comments).
+    unsafe {
+        SITES_LOCK.init_static(c_str!("alloc_tag_sites"), crate::static_lock_class!());
+        GROW_LOCK.init_static(c_str!("alloc_tag_sites_grow"), crate::static_lock_class!());
+    }
+    if !super::control::profiling_supported() {
+        return;
+    }
+    let own = own_file();
+    // This file from the source tree's top, as `FALLBACK` names it.
+    let tail = concat!("rust/kernel/alloc_tag/", "rust_sites.rs").as_bytes();
+    if own.ends_with(tail) {
+        SITES
+            .prefix_len
+            .store(own.len() - tail.len(), Ordering::Relaxed);
+    }
+    // SAFETY: may sleep at initcalls. Zeroed: all slots empty, and all
+    // identity entries (which follow the slots).
+    let table = unsafe {
+        bindings::alloc_tag_sites_alloc_block(
+            TABLE_SIZE * (size_of::<Slot>() + size_of::<AtomicPtr<Site>>()),
+        )
+    };
+    if table.is_null() {
+        crate::pr_err!("alloc_tag: no memory for the Rust site table; Rust sites share one row\n");
+        return;
+    }
+    if !grow() {
+        // SAFETY: just allocated, not published.
+        unsafe { bindings::kvfree(table) };
+        crate::pr_err!("alloc_tag: no memory for Rust site tags; Rust sites share one row\n");
+        return;
+    }
+    // SAFETY: the identity entries follow the `TABLE_SIZE` slots in the
+    // same zeroed allocation, suitably aligned (both are pointer-sized).
+    let ident = unsafe { table.cast::<Slot>().add(TABLE_SIZE) }.cast::<AtomicPtr<Site>>();
+    SITES.ident.store(ident, Ordering::Relaxed);
+    SITES.table.store(table.cast(), Ordering::Release);
+}

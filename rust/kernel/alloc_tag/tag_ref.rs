@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Tag references: where an allocated object remembers the tag it was
+//! charged to, and the C entry points that charge and uncharge through them.
+//!
+//! A reference (`union codetag_ref`) lives in the object's metadata: a slab
+//! object's extension slot, a percpu chunk's extension slot, or the page's
+//! `page_ext`. It is NULL when the object is not counted, points at the tag's
+//! code tag while it is, and in debug builds may hold `CODETAG_EMPTY` for
+//! objects deliberately left uncounted (allocated before the metadata
+//! existed).
+//!
+//! These are allocator hot paths: no locks, no allocation, bounded work.
+
+use super::tag::AllocTag;
+use crate::{bindings, types::Opaque};
+use core::ptr::null_mut;
+
+/// `CODETAG_EMPTY` of debug builds.
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
+const CODETAG_EMPTY: *mut bindings::codetag = 1 as *mut bindings::codetag;
+
+/// Bit 1 of a reference: it holds the address of a context capture record
+/// (`capture.rs`), not a code tag. Records and code tags are 8-byte aligned;
+/// bit 0 is `CODETAG_EMPTY`'s.
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+pub(crate) const REF_RECORD: usize = bindings::ALLOC_TAG_REF_RECORD as usize;
+
+/// One `union codetag_ref`.
+///
+/// # Invariants
+///
+/// The wrapped reference is valid memory owned by an allocated object, and
+/// the allocator serialises the object's allocation and free, so the
+/// reference is not written concurrently. A non-NULL, non-empty value points
+/// at the code tag of an [`AllocTag`], or has [`REF_RECORD`] set and points
+/// at a capture record (then only capture reads or writes it: callers test
+/// [`TagRef::holds_record`] before [`TagRef::tag`] or [`TagRef::uncharge`]).
+#[repr(transparent)]
+pub struct TagRef(Opaque<bindings::codetag_ref>);
+
+impl TagRef {
+    /// Borrows a reference.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must satisfy the type invariants for `'a`.
+    #[inline(always)]
+    pub unsafe fn from_raw<'a>(ptr: *mut bindings::codetag_ref) -> &'a TagRef {
+        // SAFETY: transparent wrapper; validity is the caller's promise.
+        unsafe { &*ptr.cast() }
+    }
+
+    #[inline(always)]
+    fn get(&self) -> *mut bindings::codetag {
+        // SAFETY: valid and not written concurrently (invariant).
+        unsafe { (*self.0.get()).ct }
+    }
+
+    #[inline(always)]
+    fn set(&self, ct: *mut bindings::codetag) {
+        // SAFETY: valid and not written concurrently (invariant).
+        unsafe { (*self.0.get()).ct = ct };
+    }
+
+    #[inline(always)]
+    fn is_empty_marker(ct: *mut bindings::codetag) -> bool {
+        #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
+        {
+            ct == CODETAG_EMPTY
+        }
+        #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_DEBUG))]
+        {
+            let _ = ct;
+            false
+        }
+    }
+
+    /// Whether the reference holds a capture record rather than a tag.
+    #[inline(always)]
+    pub fn holds_record(&self) -> bool {
+        #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+        {
+            self.get() as usize & REF_RECORD != 0
+        }
+        #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_CAPTURE))]
+        {
+            false
+        }
+    }
+
+    /// The tag this reference holds, if it holds one (not a record).
+    #[inline(always)]
+    pub fn tag(&self) -> Option<&'static AllocTag> {
+        let ct = self.get();
+        if ct.is_null() || Self::is_empty_marker(ct) {
+            return None;
+        }
+        // SAFETY: a non-NULL, non-empty value is an `AllocTag`'s code tag
+        // (invariant), and tags outlive the references to them.
+        Some(unsafe { AllocTag::from_codetag(ct) })
+    }
+
+    /// Records `tag` without touching any counter (migration moves a charge).
+    #[inline(always)]
+    pub fn set_tag(&self, tag: Option<&AllocTag>) {
+        self.set(tag.map_or(null_mut(), |t| t.codetag()));
+    }
+
+    /// The raw value, for moving a reference as it is.
+    #[inline(always)]
+    pub fn raw(&self) -> *mut bindings::codetag {
+        self.get()
+    }
+
+    /// Stores a raw value taken from another reference with [`TagRef::raw`].
+    #[inline(always)]
+    pub fn set_raw(&self, ct: *mut bindings::codetag) {
+        self.set(ct);
+    }
+
+    /// Charges `bytes` and one call to `tag` and records it.
+    #[inline(always)]
+    pub fn charge(&self, tag: &AllocTag, bytes: usize) {
+        debug::check_add(self.get());
+        self.set(tag.codetag());
+        tag.charge(bytes);
+    }
+
+    /// Records `tag` for one more piece of a split allocation (one more call).
+    #[inline(always)]
+    pub fn charge_piece(&self, tag: &AllocTag) {
+        debug::check_add(self.get());
+        self.set(tag.codetag());
+        tag.add_call();
+    }
+
+    /// Uncharges `bytes` and one call from the recorded tag and clears it.
+    #[inline(always)]
+    pub fn uncharge(&self, bytes: usize) {
+        let ct = self.get();
+        if ct.is_null() {
+            debug::warn_free_without_ref();
+            return;
+        }
+        self.set(null_mut());
+        if Self::is_empty_marker(ct) {
+            return;
+        }
+        // SAFETY: non-NULL, non-empty: an `AllocTag`'s code tag (invariant).
+        unsafe { AllocTag::from_codetag(ct) }.uncharge(bytes);
+    }
+
+    /// Marks the object as deliberately not counted.
+    #[inline(always)]
+    pub fn set_empty(&self) {
+        #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
+        self.set(CODETAG_EMPTY);
+        #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_DEBUG))]
+        self.set(null_mut());
+    }
+}
+
+/// `MEM_ALLOC_PROFILING_DEBUG` checks, each reported once.
+pub(super) mod debug {
+    use crate::bindings;
+
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
+    mod checks {
+        use crate::bindings;
+        use core::sync::atomic::{AtomicBool, Ordering};
+
+        static NOT_CLEARED: AtomicBool = AtomicBool::new(false);
+        static NO_TAG: AtomicBool = AtomicBool::new(false);
+        static NOT_SET: AtomicBool = AtomicBool::new(false);
+
+        pub(super) fn warn_once(flag: &AtomicBool, msg: &'static crate::str::CStr) {
+            if !flag.swap(true, Ordering::Relaxed) {
+                // SAFETY: `msg` is a NUL-terminated static string.
+                unsafe { bindings::alloc_tag_warn(msg.as_char_ptr()) };
+            }
+        }
+
+        #[cold]
+        pub(super) fn overwritten() {
+            warn_once(
+                &NOT_CLEARED,
+                crate::c_str!("alloc_tag was not cleared before being set"),
+            );
+        }
+
+        #[cold]
+        pub(super) fn missing_tag() {
+            warn_once(&NO_TAG, crate::c_str!("current->alloc_tag not set"));
+        }
+
+        #[cold]
+        pub(super) fn not_set() {
+            warn_once(&NOT_SET, crate::c_str!("alloc_tag was not set"));
+        }
+
+        pub(super) fn is_empty(ct: *mut bindings::codetag) -> bool {
+            ct == super::super::CODETAG_EMPTY
+        }
+    }
+
+    /// Setting a reference that still holds a tag loses a charge.
+    #[inline(always)]
+    pub(in crate::alloc_tag) fn check_add(_old: *mut bindings::codetag) {
+        #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
+        if !_old.is_null() && !checks::is_empty(_old) {
+            checks::overwritten();
+        }
+    }
+
+    /// A page's tag index is set while it still holds one (compressed mode).
+    #[inline(always)]
+    pub(in crate::alloc_tag) fn warn_overwritten() {
+        #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
+        checks::overwritten();
+    }
+
+    /// An allocation reached a hook with no tag: a missing `alloc_hooks()`.
+    #[inline(always)]
+    pub(in crate::alloc_tag) fn warn_missing_tag() {
+        #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
+        checks::missing_tag();
+    }
+
+    /// A free found no reference: the allocation was never charged.
+    #[inline(always)]
+    pub(in crate::alloc_tag) fn warn_free_without_ref() {
+        #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
+        checks::not_set();
+    }
+}
+
+/// Charges `bytes` and one call to `tag` and records `tag` in `ref_`.
+///
+/// # Safety
+///
+/// `ref_` is a tag reference of the object being allocated, never NULL (the
+/// hooks call only once they have one), which no one else writes meanwhile;
+/// `tag` is NULL or a tag in an `alloc_tags` section.
+#[no_mangle]
+pub unsafe extern "C" fn __alloc_tag_add(
+    ref_: *mut bindings::codetag_ref,
+    tag: *mut bindings::alloc_tag,
+    bytes: usize,
+) {
+    if tag.is_null() {
+        debug::warn_missing_tag();
+        return;
+    }
+    // SAFETY: `tag` is non-NULL, and both are valid by the function's
+    // safety contract.
+    let (r, t) = unsafe { (TagRef::from_raw(ref_), AllocTag::from_raw(tag)) };
+    r.charge(t, bytes);
+}
+
+/// Uncharges `bytes` and one call from the tag recorded in `ref_`, clearing it.
+///
+/// # Safety
+///
+/// `ref_` is a tag reference of the object being freed, never NULL (as for
+/// [`__alloc_tag_add`]), which no one else writes meanwhile.
+#[no_mangle]
+pub unsafe extern "C" fn __alloc_tag_sub(ref_: *mut bindings::codetag_ref, bytes: usize) {
+    // SAFETY: valid by the function's safety contract.
+    unsafe { TagRef::from_raw(ref_) }.uncharge(bytes);
+}
+
+/// Marks `tag` (NULL: nothing to mark) as missing an allocation it could not
+/// count, such as a slab object without an extension vector; its row then
+/// says `accurate:no`.
+///
+/// # Safety
+///
+/// `tag` is NULL or a tag in an `alloc_tags` section.
+#[no_mangle]
+pub unsafe extern "C" fn alloc_tag_set_inaccurate(tag: *mut bindings::alloc_tag) {
+    if !tag.is_null() {
+        // SAFETY: a tag (caller).
+        unsafe { AllocTag::from_raw(tag) }.mark_inaccurate();
+    }
+}
+
+/// The counters of `tag` summed over all possible CPUs.
+///
+/// # Safety
+///
+/// `tag` is a tag in an `alloc_tags` section.
+#[no_mangle]
+pub unsafe extern "C" fn alloc_tag_read(
+    tag: *mut bindings::alloc_tag,
+) -> bindings::alloc_tag_counters {
+    // SAFETY: valid by the function's safety contract.
+    let c = unsafe { AllocTag::from_raw(tag) }.read();
+    bindings::alloc_tag_counters {
+        bytes: c.bytes as u64,
+        calls: c.calls,
+    }
+}
