@@ -103,7 +103,7 @@ export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SU
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
 	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench test-debug \
-	test-configs where fuzz test-real test-upstream-suites
+	test-configs where fuzz test-real test-upstream-suites refresh
 
 all: run
 
@@ -120,7 +120,16 @@ pristine: setup
 # in at their paths and the base's diffs applied (prepare-tree.sh).  Every
 # build target makes it first: an edit in the repo is built by the next make.
 tree: pristine
-	@$(PHASE) patches $(H)/prepare-tree.sh $(PRISTINE) $(SRC) $(REPO) $(BASE) $(BASEDIR)
+	@$(PHASE) patches env DISCARD=$(DISCARD) $(H)/prepare-tree.sh $(PRISTINE) $(SRC) $(REPO) $(BASE) $(BASEDIR)
+
+# Edits of upstream files in the tree (CACHE_DIR/rust/src) into the base's
+# diffs: each to the last patch that changes the file, or to PATCH=slug;
+# FILES=path... an upstream file no patch changes yet (with PATCH=).
+# (tools/testing/allocprof/refresh.py)
+DISCARD ?= 0
+refresh: pristine
+	@python3 $(H)/refresh.py $(if $(PATCH),--patch $(PATCH)) $(BASEDIR) $(PRISTINE) \
+		$(CACHE_DIR)/rust/src $(BASE_TARBALL) $(BASE_DIR) $(FILES)
 
 config: tree
 	@$(PHASE) config $(H)/configure.sh $(SRC) $(OUT) $(FRAGS)

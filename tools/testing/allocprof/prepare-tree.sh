@@ -19,7 +19,9 @@
 # link to the pristine tree breaks, with a fresh mtime so that Kbuild
 # rebuilds exactly what changed).  Paths laid by an earlier run but no
 # longer part of the change are restored from the pristine tree, so SRC is
-# always "pristine + this change".
+# always "pristine + this change".  An upstream file edited in SRC since the
+# last run is refused, never overwritten (make refresh takes the edit into
+# its patch's diff; DISCARD=1 drops it).
 set -euo pipefail
 
 pristine=$1 src=$2 repo=$(cd "$3" && pwd) base=$4 basedir=$(cd "$5" && pwd)
@@ -73,12 +75,27 @@ done <<< "$steps" > "$new_manifest.adds"
 [ $patches -gt 0 ] || die "$basedir/series names no patch"
 {
 	cat "$new_manifest.adds"
-	(cd "$stage" && find . -type f | sed 's|^\./|file |')
+	(cd "$stage" && find . -type f | sed 's|^\./||' | sort | xargs -r sha1sum |
+		awk '{print "file", $2, $1}')
 } | sort -k2 > "$new_manifest"
 rm -f "$new_manifest.adds"
 
+# An upstream file edited in the tree since the last run is the developer's
+# work: never overwrite it.  make refresh writes it into its patch's diff.
+if [ -f "$manifest" ] && [ "${DISCARD:-0}" != 1 ]; then
+	edited=$(awk '$1 == "file" && NF == 3 {print $3 "  " $2}' "$manifest" |
+		(cd "$src" && sha1sum --check --quiet 2>/dev/null || true) | sed -n 's/: FAILED.*$//p' |
+		# Already what the diffs give (make refresh took it): nothing to lose.
+		while read -r f; do cmp -s "$src/$f" "$stage/$f" || echo "$f"; done)
+	if [ -n "$edited" ]; then
+		echo "prepare-tree: edited in $src since it was laid:" >&2
+		sed 's/^/    /' <<< "$edited" >&2
+		die "make refresh writes the edits into their patches' diffs (DISCARD=1 make tree drops them)"
+	fi
+fi
+
 changed=0
-while read -r kind f; do
+while read -r kind f _; do
 	case $kind in
 	link)
 		want=$repo/$f
@@ -93,7 +110,7 @@ while read -r kind f; do
 		fi
 		;;
 	file)
-		if [ -L "$src/$f" ] || ! cmp -s "$stage/$f" "$src/$f"; then
+		if [ -L "$src/$f" ] || [ "$src/$f" -ef "$pristine/$f" ] || ! cmp -s "$stage/$f" "$src/$f"; then
 			mkdir -p "$src/$(dirname "$f")"
 			rm -f "$src/$f"
 			cp "$stage/$f" "$src/$f"
@@ -119,7 +136,7 @@ if [ -f "$manifest" ]; then
 			touch "$src/$f"
 		fi
 		restored=$((restored + 1))
-	done < <(comm -23 <(awk '{print $NF}' "$manifest" | sort) <(awk '{print $2}' "$new_manifest" | sort))
+	done < <(comm -23 <(awk '{print (NF == 1 ? $1 : $2)}' "$manifest" | sort) <(awk '{print $2}' "$new_manifest" | sort))
 fi
 cp "$new_manifest" "$manifest"
 echo "prepare-tree: BASE=$base: $patches patches, $(grep -c '^link' "$manifest" || true) files of ours," \

@@ -53,7 +53,7 @@ printf '#!/usr/bin/perl\nexit 0;\n' > "$P/scripts/checkpatch.pl"
 
 # The repo: the machinery, a file of ours, two patches.
 mkdir -p "$A" "$B" "$REPO/lib" "$REPO/rust/kernel/x" "$A/bench"
-cp "$H/seriesmap.py" "$H/prepare-tree.sh" "$H/series.sh" "$H/pristine-git.sh" "$H/git-env.sh" \
+cp "$H/seriesmap.py" "$H/prepare-tree.sh" "$H/series.sh" "$H/refresh.py" "$H/pristine-git.sh" "$H/git-env.sh" \
 	"$H/cover-letter.txt" "$H/upstream-commits" "$A/"
 : > "$A/bench/RESULTS.md"
 printf 'BASE_NAME=x\nBASE_PKG=linux-x\nBASE_PKG_VERSION=1\nBASE_TARBALL=/nonexistent\nBASE_DIR=linux-x\nBASE_RELEASE=6.12.118\n' \
@@ -71,14 +71,20 @@ patch 02-lib-ours
 EOF
 printf 'lib: the fifth line in words\n\nSo that it reads.\n' > "$B/01-lib-fifth-line.msg"
 printf 'lib: ours\n\nAdds ours.\n' > "$B/02-lib-ours.msg"
+# mkdiff OLD NEW: lib/a.c's change from OLD to NEW, as git diff writes it.
+mkdiff() {
+	mkdir -p "$tmp/d/old/lib" "$tmp/d/new/lib"
+	cp "$1" "$tmp/d/old/lib/a.c"
+	cp "$2" "$tmp/d/new/lib/a.c"
+	(cd "$tmp/d" && git diff --no-index --abbrev=9 old/lib/a.c new/lib/a.c |
+		sed 's|a/old/|a/|g; s|b/new/|b/|g')
+}
 cp "$P/lib/a.c" "$tmp/a.c"
 sed -i 's/^line 5$/line five/' "$tmp/a.c"
-(cd "$tmp" && diff -u --label a/lib/a.c --label b/lib/a.c "$P/lib/a.c" a.c |
-	sed '1i diff --git a/lib/a.c b/lib/a.c') > "$B/01-lib-fifth-line.diff"
+mkdiff "$P/lib/a.c" "$tmp/a.c" > "$B/01-lib-fifth-line.diff"
 cp "$tmp/a.c" "$tmp/a5.c"
 sed -i 's/^line 30$/line thirty/' "$tmp/a.c"
-(cd "$tmp" && diff -u --label a/lib/a.c --label b/lib/a.c a5.c a.c |
-	sed '1i diff --git a/lib/a.c b/lib/a.c') > "$B/02-lib-ours.diff"
+mkdiff "$tmp/a5.c" "$tmp/a.c" > "$B/02-lib-ours.diff"
 git -C "$REPO" init -q
 git -C "$REPO" add -A
 
@@ -163,6 +169,51 @@ echo 'drift' > "$SRC/lib/ours.c.tmp" && rm "$SRC/lib/ours.c" && mv "$SRC/lib/our
 expect "a tested tree that is not the series is refused" 1 'lib/ours.c differs from the tested tree' \
 	bash "$A/series.sh"
 SIGNOFF="nobody" expect "a malformed SIGNOFF is refused" 2 "want 'Name <address>'" bash "$A/series.sh"
+
+# Hooks in upstream files are edited in the tree and taken into their
+# patch's diff by make refresh; make tree never overwrites such an edit.
+(cd "$CACHE_DIR/src" && tar -cJf "$tmp/base.tar.xz" linux-x)
+# refresh [--patch SLUG] [FILE...]
+refresh() {
+	local o=()
+	[ "${1:-}" = --patch ] && { o=(--patch "$2"); shift 2; }
+	python3 "$A/refresh.py" "${o[@]}" "$B" "$P" "$SRC" "$tmp/base.tar.xz" linux-x "$@"
+}
+lay >/dev/null
+sed -i 's/^line 10$/line ten/' "$SRC/lib/a.c"
+expect "make tree refuses to overwrite an edit" 1 'make refresh writes the edits' lay
+same "the edit is still there" "$(sed -n 10p "$SRC/lib/a.c")" "line ten"
+expect "refresh takes it into the last patch that changes the file" 0 \
+	'refresh: lib/a.c -> .*02-lib-ours.diff' refresh
+same "the diff has the edit" "$(grep -c '^+line ten$' "$B/02-lib-ours.diff")" "1"
+same "the first patch's diff is unchanged" "$(grep -c 'line ten' "$B/01-lib-fifth-line.diff")" "0"
+expect "make tree then lays it" 0 '0 updated' lay
+expect "a second refresh finds nothing" 0 'no upstream file edited' refresh
+sed -i 's/^line ten$/line 10/' "$SRC/lib/a.c"
+refresh >/dev/null
+same "undoing the edit gives the diff back" "$(cmp "$B/02-lib-ours.diff" "$tmp/good.diff" && echo same)" "same"
+# To an earlier patch, when the later one's lines are not in the way; the
+# later patch's own change stays in its diff.
+sed -i 's/^line 2$/line two/' "$SRC/lib/a.c"
+expect "PATCH= takes it into an earlier patch" 0 'refresh: lib/a.c -> .*01-lib-fifth-line.diff' \
+	refresh --patch 01-lib-fifth-line
+same "the later diff still applies" "$(lay >/dev/null && sed -n '2p;5p;30p' "$SRC/lib/a.c" | tr '\n' ' ')" \
+	"line two line five line thirty "
+sed -i 's/^line thirty$/line 30 again/' "$SRC/lib/a.c"
+expect "an edit of a later patch's lines cannot go to an earlier patch" 1 \
+	'meets the lines 02-lib-ours.diff changes' refresh --patch 01-lib-fifth-line
+expect "DISCARD=1 drops the edit" 0 '1 updated' env DISCARD=1 bash "$A/prepare-tree.sh" "$P" "$SRC" "$REPO" rust "$B"
+same "the tree is the diffs again" "$(sed -n 30p "$SRC/lib/a.c")" "line thirty"
+# A new hook: an upstream file no diff changes, edited through its hard link
+# to the pristine tree; the pristine file is taken again from the tarball.
+ln -f "$P/lib/old.c" "$SRC/lib/old.c"
+echo 'old, edited' > "$SRC/lib/old.c"
+expect "a file no patch changes needs PATCH=" 1 'no patch changes it yet' refresh lib/old.c
+expect "refresh of a new hook" 0 'pristine restored' refresh --patch 02-lib-ours lib/old.c
+same "the pristine file is intact again" "$(cat "$P/lib/old.c")" "old"
+same "the new hook is in the patch's diff" "$(grep -c '^+old, edited$' "$B/02-lib-ours.diff")" "1"
+expect "make tree lays the new hook" 0 '2 patched' lay
+same "the tree has it" "$(cat "$SRC/lib/old.c")" "old, edited"
 
 echo "series: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
