@@ -8,6 +8,7 @@
 # words expanded, and its one definition.  Prints "N passed, N failed".
 set -uo pipefail
 H=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$H/../../.." && pwd)
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 pass=0 fail=0
@@ -39,7 +40,7 @@ check "host-test takes no lock" "$(two rust kernel log3 rust host-test)" "start 
 where() {
 	# Not what an enclosing make passes down (make test BASE=rust-conly).
 	env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS -u BASE -u VARIANT \
-		make -s -C "$H/.." CACHE_DIR=/nonexistent "$@" where 2>&1 | sed 's/ tree=.*//'
+		make -s -C "$REPO" CACHE_DIR=/nonexistent "$@" where 2>&1 | sed 's/ tree=.*//'
 }
 check "BASE=rust-conly" "$(where BASE=rust-conly)" "BASE=rust VARIANT=conly target=rust-conly"
 check "BASE=upstream-noprof+prod" "$(where BASE=upstream-noprof+prod)" \

@@ -16,7 +16,7 @@ import time
 def matrix_bench(repo):
     """(group, name) of every bench row of tools/testing/allocprof/matrix, in order."""
     rows = []
-    with open(os.path.join(repo, "harness", "matrix")) as f:
+    with open(os.path.join(repo, "tools", "testing", "allocprof", "matrix")) as f:
         for line in f:
             fields = line.rstrip("\n").split("|")
             if fields[0] == "bench" and len(fields) == 5:
@@ -26,7 +26,7 @@ def matrix_bench(repo):
 
 
 # The test-config rows; the production ones are these names with "prod-".
-CONFIGS = [(g, n) for g, n in matrix_bench(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+CONFIGS = [(g, n) for g, n in matrix_bench(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".."))
            if not g.startswith("p")]
 LOOPS = ["kmalloc", "page", "order0", "order1", "order2", "order3", "cache", "rust_kbox", "rust_kvec",
          "kmalloc_armed", "kmalloc_batch", "cache_batch", "page_batch"]
@@ -82,7 +82,7 @@ def parse(path):
 def matrix_logs(repo, kind, read):
     """{NAME: read(NAME)} for tools/testing/allocprof/matrix's KIND|NAME rows, in order, leaving out the
     names whose logs gave nothing."""
-    with open(os.path.join(repo, "harness", "matrix")) as f:
+    with open(os.path.join(repo, "tools", "testing", "allocprof", "matrix")) as f:
         names = [r.split("|")[1] for r in f.read().splitlines() if r.startswith(kind + "|")]
     return {n: d for n, d in ((n, read(n)) for n in names) if d}
 
