@@ -221,9 +221,10 @@ fuzz:
 
 # Style checks of the Rust core in its kernel tree (read-only: rustfmt is
 # only asked to check, so the hard-linked pristine tree is never written).
-# The kernel's rustfmtcheck finds regular files only, so it checks the
-# upstream files the diffs change but not ours (symlinks in the tree): ours
-# are checked where they are.
+# The kernel's rustfmtcheck starts from the tree's regular files only (ours
+# are symlinks there) and reaches ours through their mod declarations; the
+# ones nothing declares (the selftests' Rust module) are checked where they
+# are, with the rest of ours.
 rustfmtcheck: tree
 	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=$(LLVM_SUFFIX) rustfmtcheck && \
 		cd $(REPO) && rustfmt --check --config-path $(PRISTINE)/.rustfmt.toml --edition 2021 \

@@ -14,7 +14,7 @@
 //! # Layers
 //!
 //! Each file uses only the files above it in this list, never one below
-//! (`harness/check_layers.py`, run by `make test`, fails on a cycle):
+//! (`tools/testing/allocprof/check_layers.py`, run by `make test`, fails on a cycle):
 //!
 //! 1. Pure code, no state: [`parse`] (the boot values),
 //!    [`demangle`] (Rust symbol names), [`layout`] (Rust's view of the C

@@ -605,7 +605,7 @@ static inline bool ai_compressed_asked(void)
  *
  * Which store a boot must get is the harness's to judge: page_store prints
  * "page tag store: NAME", which make test compares with the boot's --store
- * in harness/matrix.
+ * in tools/testing/allocprof/matrix.
  */
 static inline const char *ai_page_store(void)
 {

@@ -494,7 +494,7 @@ TEST_F(capture, module_unload_with_records)
  * race the arm.  Once all is freed the row is back where it was and no
  * record is live (under make test-debug, with KASAN and lockdep watching).
  * Every round patches the hooks' static calls (the first site armed, the
- * last disarmed) while the other CPUs run them; harness/vm.sh boots this
+ * last disarmed) while the other CPUs run them; tools/testing/allocprof/vm.sh boots this
  * selftest with one TCG thread, as QEMU 7.2's multi-threaded TCG breaks
  * text_poke_bp() ("Oops: int3" in the slab hook, on any site's arm).
  */

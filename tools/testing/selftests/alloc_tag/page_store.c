@@ -13,7 +13,7 @@
  * /proc/allocinfo and the exact counts of the test module's page site.
  * Whether it is the store the boot should have got is the harness's
  * question: the first test prints "page tag store: NAME", which make test
- * compares with the boot's --store in harness/matrix.
+ * compares with the boot's --store in tools/testing/allocprof/matrix.
  */
 #include "alloc_tag_util.h"
 

@@ -847,7 +847,7 @@ static void op_unload(void)
 	op("module: unload %s", modules[m]);
 	/*
 	 * Its result in a line of its own, as a load's: the judge
-	 * (harness/ktap.py) needs to know which unloads were in flight,
+	 * (tools/testing/allocprof/ktap.py) needs to know which unloads were in flight,
 	 * and whether they went through, when a report came.
 	 */
 	op("module: unload %s: %d", modules[m], unload_module(m));

@@ -8,7 +8,7 @@
  * load and unload like any module.  Here the bug table has one entry (12
  * bytes with the test configs' DEBUG_BUGVERBOSE).  With the tag section
  * aligned as a whole by the linker script, there is no padding and the
- * section is empty; harness/test.sh checks that every module's tag
+ * section is empty; tools/testing/allocprof/test.sh checks that every module's tag
  * section holds only tags.
  */
 #include <linux/module.h>
