@@ -14,6 +14,8 @@
 #   make test-upstream-suites  upstream's allocator tests (KUnit, test
 #                   modules, mm selftests) from the pristine source, on
 #                   ours and on upstream
+#   make refresh    edits of upstream files in the tree (CACHE_DIR/rust/src)
+#                   into the base's diffs (Documentation/allocprof/development.md)
 #   make series     the series for the base, generated from the repo
 #                   (tools/testing/allocprof/linux-6.12/series), checked, and
 #                   every prefix built
@@ -108,7 +110,7 @@ export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SU
 all: run
 
 help:
-	@sed -n '3,20p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,/^$$/p' Makefile | sed -n 's/^# \{0,1\}//p'
 
 setup:
 	@$(PHASE) setup $(H)/setup.sh
