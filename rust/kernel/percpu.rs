@@ -36,7 +36,9 @@ macro_rules! percpu_seg {
 
 /// The segment prefix of a this-CPU memory operand, for code of the crate
 /// that writes its own this-CPU instructions.
+// Unused until such code is built (memory allocation profiling's counters).
 #[cfg(CONFIG_X86_64)]
+#[allow(unused_imports)]
 pub(crate) use percpu_seg;
 
 /// A `__percpu` pointer to a `T`.
