@@ -53,7 +53,7 @@ mkdir -p "$stage"
 # The ceiling keeps git apply from taking a repository around CACHE_DIR.
 export GIT_CEILING_DIRECTORIES=$work
 new_manifest=$(mktemp)
-trap 'rm -f "$new_manifest"' EXIT
+trap 'rm -f "$new_manifest" "$new_manifest.adds"' EXIT
 patches=0 slug=
 while read -r kind arg; do
 	case $kind in

@@ -56,7 +56,7 @@ mkdir -p "$A" "$B" "$REPO/lib" "$REPO/rust/kernel/x" "$A/bench"
 cp "$H/seriesmap.py" "$H/prepare-tree.sh" "$H/series.sh" "$H/refresh.py" "$H/pristine-git.sh" "$H/git-env.sh" \
 	"$H/cover-letter.txt" "$H/upstream-commits" "$A/"
 : > "$A/bench/RESULTS.md"
-printf 'BASE_NAME=x\nBASE_PKG=linux-x\nBASE_PKG_VERSION=1\nBASE_TARBALL=/nonexistent\nBASE_DIR=linux-x\nBASE_RELEASE=6.12.118\n' \
+printf 'BASE_PKG=linux-x\nBASE_PKG_VERSION=1\nBASE_TARBALL=/nonexistent\nBASE_DIR=linux-x\nBASE_RELEASE=6.12.118\n' \
 	> "$B/base.conf"
 echo 'ours' > "$REPO/lib/ours.c"
 printf '// SPDX-License-Identifier: GPL-2.0\n' > "$REPO/rust/kernel/x/mod.rs"
