@@ -36,23 +36,6 @@ class RefreshError(Exception):
     pass
 
 
-def sections(path):
-    """The diff at path as {file: section text}, in its order."""
-    out = {}
-    if not os.path.exists(path):
-        return out
-    cur = None
-    with open(path) as fh:
-        for line in fh:
-            if line.startswith('diff --git a/'):
-                cur = line.split()[2][2:]
-                out[cur] = ''
-            if cur is None:
-                raise RefreshError(f'{path}: text before the first "diff --git"')
-            out[cur] += line
-    return out
-
-
 def apply(workdir, diff_text, reverse=False):
     with tempfile.NamedTemporaryFile('w', suffix='.diff', delete=False) as fh:
         fh.write(diff_text)
@@ -123,7 +106,7 @@ def refresh(basedir, pristine, src, tarball, base_dir, patch, files):
     patches = [p[0] for p in seriesmap.parse(basedir)]
     if patch is not None and patch not in patches:
         raise RefreshError(f'--patch {patch}: not a patch of {basedir}/series')
-    diffs = {p: sections(os.path.join(basedir, p + '.diff')) for p in patches}
+    diffs = {p: seriesmap.sections(os.path.join(basedir, p + '.diff')) for p in patches}
     touched = {}
     for p in patches:
         for f in diffs[p]:

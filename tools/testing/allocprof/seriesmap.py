@@ -109,14 +109,22 @@ def steps(basedir, repo, only=None):
     return out
 
 
-def diff_files(diff):
-    names = set()
-    with open(diff) as fh:
+def sections(path):
+    """The diff at path as {file: its section's text}, in the diff's order
+    (empty when there is no such diff)."""
+    out = {}
+    if not os.path.exists(path):
+        return out
+    cur = None
+    with open(path) as fh:
         for line in fh:
-            m = re.match(r'diff --git a/(\S+) b/(\S+)$', line)
-            if m:
-                names.update(m.groups())
-    return names
+            if line.startswith('diff --git a/'):
+                cur = line.split()[2][2:]
+                out[cur] = ''
+            if cur is None:
+                raise MapError(f'{path}: text before the first "diff --git"')
+            out[cur] += line
+    return out
 
 
 def check(basedir, repo):
@@ -138,11 +146,14 @@ def check(basedir, repo):
                 if f in owner:
                     problems.append(f'{f}: added by {owner[f]} and {slug}')
                 owner[f] = slug
-        diff = os.path.join(basedir, slug + '.diff')
-        if os.path.exists(diff):
-            for f in sorted(diff_files(diff)):
-                if f in files:
-                    problems.append(f'{slug}.diff changes {f}, a file of ours: edit it in place')
+        try:
+            changed = sections(os.path.join(basedir, slug + '.diff'))
+        except MapError as e:
+            problems.append(str(e))
+            changed = {}
+        for f in changed:
+            if f in files:
+                problems.append(f'{slug}.diff changes {f}, a file of ours: edit it in place')
     for f in files:
         if f not in owner:
             problems.append(f'{f}: at a kernel path but added by no patch of {basedir}/series')

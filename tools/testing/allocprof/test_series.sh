@@ -119,6 +119,10 @@ echo 'x: x' > "$B/03-x.msg"
 expect "a diff of a file of ours is refused" 1 '03-x.diff changes lib/ours.c, a file of ours' map check
 sed -i '/^patch 03-x$/d' "$B/series"
 rm "$B/03-x.diff" "$B/03-x.msg"
+cp "$B/01-lib-fifth-line.diff" "$tmp/first.diff"
+{ echo 'stray text'; cat "$tmp/first.diff"; } > "$B/01-lib-fifth-line.diff"
+expect "text before a diff's first section is named" 1 'text before the first "diff --git"' map check
+cp "$tmp/first.diff" "$B/01-lib-fifth-line.diff"
 printf '\tadd lib/none.c\n' >> "$B/series"
 expect "an add of nothing is named" 1 'add lib/none.c: no such file' map check
 sed -i '/none.c/d' "$B/series"
