@@ -105,7 +105,7 @@ export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SU
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
 	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench test-debug \
-	test-configs where fuzz test-real test-upstream-suites refresh
+	test-configs where fuzz test-real test-upstream-suites refresh deb
 
 all: run
 
@@ -202,6 +202,15 @@ test-real:
 # (tools/testing/allocprof/upstream-suites.sh, Documentation/allocprof/test-real.md).  Not part of make test.
 test-upstream-suites: pristine
 	@$(H)/upstream-suites.sh
+
+# Debian 13 packages of this kernel (linux-image and linux-headers
+# 6.12.118-allocprof-amd64), built in a Debian 13 root with Debian 13's
+# toolchain from Debian 13's config with tools/testing/allocprof/linux-6.12/debian.config
+# merged (tools/testing/allocprof/debian/build-deb.sh, Documentation/allocprof/install.md).
+# Output: CACHE_DIR/deb/packages.  Not part of make test.
+deb: tree
+	@SETUP_DEB=1 $(PHASE) setup $(H)/setup.sh
+	@$(PHASE) deb env JOBS=$(JOBS) $(H)/debian/build-deb.sh
 
 # The suite on the Rust core under KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
 # PREEMPT and MEM_ALLOC_PROFILING_DEBUG (tools/testing/allocprof/kernel-debug.config); any

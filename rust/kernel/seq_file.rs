@@ -265,8 +265,11 @@ pub unsafe trait SeqProcFile: SeqOperations + Sized + 'static {
     /// Per-open state: zeroed memory, then [`SeqProcFile::init`].
     type State: Sync;
 
-    /// The file's seq_file operations.
-    const SEQ_OPS: &'static SeqOpsTable<Self>;
+    /// The file's seq_file operations, a `static` of the implementer's (a
+    /// function, not an associated `const`: rustc 1.85, Debian 13's, refuses
+    /// a `const` that refers to a `static` with interior mutability, and
+    /// the table is an `Opaque`).
+    fn seq_ops() -> &'static SeqOpsTable<Self>;
 
     /// Runs before every open, in a context that may sleep.
     fn before_open() {}
@@ -327,7 +330,7 @@ impl<T: SeqProcFile> ProcOpsTable<T> {
         let state = unsafe {
             bindings::__seq_open_private(
                 file,
-                T::SEQ_OPS.as_ptr(),
+                T::seq_ops().as_ptr(),
                 core::mem::size_of::<T::State>() as crate::ffi::c_int,
             )
         };

@@ -600,7 +600,7 @@ pub(super) fn free_pool(_c: &Control) {
         st.free = null_mut();
         st.nfree = 0;
         st.total = 0;
-        core::mem::take(&mut st.chunks)
+        core::mem::replace(&mut st.chunks, null_mut())
     };
     while !chunks.is_null() {
         // SAFETY: the pool's chunks, unlisted above; with nothing armed the

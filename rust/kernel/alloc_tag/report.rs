@@ -224,7 +224,9 @@ static ALLOCINFO_OPS: SeqOpsTable<Allocinfo> = SeqOpsTable::new();
 unsafe impl SeqProcFile for Allocinfo {
     type State = ioctl::State;
 
-    const SEQ_OPS: &'static SeqOpsTable<Self> = &ALLOCINFO_OPS;
+    fn seq_ops() -> &'static SeqOpsTable<Self> {
+        &ALLOCINFO_OPS
+    }
 
     fn before_open() {
         // Free what unloaded modules left once it is drained, outside any

@@ -16,6 +16,8 @@ PKGS="clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-de
 # (mmdebstrap), its ext4 disk filled without mounting (mke2fs -d), Debian's
 # xz-compressed modules.
 [ "${SETUP_REAL:-0}" = 1 ] && PKGS="$PKGS mmdebstrap e2fsprogs xz-utils"
+# make deb builds in a Debian 13 root made by mmdebstrap (SETUP_DEB=1).
+[ "${SETUP_DEB:-0}" = 1 ] && PKGS="$PKGS mmdebstrap rsync xz-utils"
 # make bench's macro benchmark runs these two in the VM (SETUP_BENCH=1).
 [ "${SETUP_BENCH:-0}" = 1 ] && PKGS="$PKGS rt-tests stress-ng"
 
