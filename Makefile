@@ -9,7 +9,10 @@
 #                   profiler, NUMA, PREEMPT_RT and Debian's distro config
 #   make fuzz       the debug kernel under random operations on every control
 #                   surface (SEED=n or SEEDS="a b ...", FUZZ_S=seconds each)
-#   make test-real  Debian 12 under systemd on Debian's config with real
+#   make deb        Debian 13 packages of this kernel (linux-image, linux-headers)
+#   make test-install  those packages installed on a Debian 13 disk, booted
+#                   through GRUB, checked, removed again
+#   make test-real  Debian 13 under systemd on Debian's config with real
 #                   modules: workloads, module churn, the rows judged after
 #   make test-upstream-suites  upstream's allocator tests (KUnit, test
 #                   modules, mm selftests) from the pristine source, on
@@ -105,7 +108,7 @@ export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SU
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
 	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench test-debug \
-	test-configs where fuzz test-real test-upstream-suites refresh deb
+	test-configs where fuzz test-real test-upstream-suites refresh deb test-install
 
 all: run
 
@@ -185,7 +188,7 @@ test:
 test-configs:
 	@HOST_TESTS=0 TEST_BASES="$(if $(CONFIGS),$(subst $(comma), ,$(CONFIGS)),$(CONFIGS_TARGETS))" $(H)/test.sh
 
-# A Debian 12 userspace (mmdebstrap, cached in CACHE_DIR) under systemd and
+# A Debian 13 userspace (mmdebstrap, cached in CACHE_DIR) under systemd and
 # udev on the rust-real kernel (Debian's config with a realistic module set),
 # booted from a virtio disk: workloads, module unload/reload, sysctl flips,
 # and the kernel log and /proc/allocinfo judged after (tools/testing/allocprof/real.sh,
@@ -211,6 +214,15 @@ test-upstream-suites: pristine
 deb: tree
 	@SETUP_DEB=1 $(PHASE) setup $(H)/setup.sh
 	@$(PHASE) deb env JOBS=$(JOBS) $(H)/debian/build-deb.sh
+
+# Those packages on a Debian 13 disk (mmdebstrap, cached), booted through
+# the firmware and GRUB: installed with dpkg -i, checked under our kernel
+# (systemd, root by UUID, profiling on, the tool, a DKMS module's rows),
+# removed, and Debian's kernel back (tools/testing/allocprof/debian/install.sh).
+# Not part of make test.
+test-install: deb
+	@SETUP_INSTALL=1 $(PHASE) setup $(H)/setup.sh
+	@$(H)/debian/install.sh
 
 # The suite on the Rust core under KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
 # PREEMPT and MEM_ALLOC_PROFILING_DEBUG (tools/testing/allocprof/kernel-debug.config); any

@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# make test-real: the Debian 12 userspace, as a tarball made once by
+# make test-real: the Debian 13 (trixie) userspace, as a tarball made once by
 # mmdebstrap from Debian's archive and cached in CACHE_DIR.
 #
-# usage: real-image.sh DIR    print the path of DIR/bookworm-HASH.tar,
+# usage: real-image.sh DIR    print the path of DIR/trixie-HASH.tar,
 #                             building it first if it is not there
 #
 # HASH is taken over this file, so a change of the package list or of the
@@ -16,7 +16,7 @@ set -euo pipefail
 dir=$1
 mkdir -p "$dir"
 hash=$(sha1sum "$0" | cut -c1-12)
-tar=$dir/bookworm-$hash.tar
+tar=$dir/trixie-$hash.tar
 if [ -s "$tar" ]; then
 	echo "$tar"
 	exit 0
@@ -27,12 +27,12 @@ fi
 # (sysctl, free); what exercises the filesystem, block, network and
 # firewall modules (xfsprogs, btrfs-progs, squashfs-tools, dmsetup,
 # iproute2, nftables).
-PKGS=systemd,systemd-sysv,udev,kmod,stress-ng,rt-tests,procps,iproute2,nftables,xfsprogs,btrfs-progs,squashfs-tools,dmsetup
+PKGS=systemd,systemd-sysv,udev,kmod,passwd,stress-ng,rt-tests,procps,iproute2,nftables,xfsprogs,btrfs-progs,squashfs-tools,dmsetup
 
 log=$dir/mmdebstrap.log
 tmp=$dir/partial-$hash.tar
-rm -rf "$dir"/bookworm-*.tar "$dir"/partial-*.tar
-echo "real-image: mmdebstrap bookworm ($PKGS), log in $log" >&2
+rm -rf "$dir"/bookworm-*.tar "$dir"/trixie-*.tar "$dir"/partial-*.tar
+echo "real-image: mmdebstrap trixie ($PKGS), log in $log" >&2
 # Mode unshare needs no privilege but user namespaces; as root the chroot
 # mode is the plain one.
 mode=root
@@ -44,7 +44,7 @@ if ! mmdebstrap --mode="$mode" --variant=minbase --include="$PKGS" \
 	--customize-hook='printf "/dev/vda / ext4 rw,errors=remount-ro 0 1\n" > "$1/etc/fstab"' \
 	--customize-hook='chroot "$1" passwd -d root' \
 	--customize-hook='chroot "$1" systemctl mask serial-getty@ttyS0.service getty@tty1.service apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer' \
-	bookworm "$tmp" http://deb.debian.org/debian > "$log" 2>&1; then
+	trixie "$tmp" http://deb.debian.org/debian > "$log" 2>&1; then
 	tail -n 20 "$log" >&2
 	echo "real-image: mmdebstrap failed; log: $log" >&2
 	exit 1

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # make test-real: the rust-real kernel (Debian's config with a realistic
-# module set, tools/testing/allocprof/kernel-real.config) booted on a Debian 12 userspace
+# module set, tools/testing/allocprof/kernel-real.config) booted on a Debian 13 userspace
 # (tools/testing/allocprof/real-image.sh) from a virtio disk, under systemd and udev, with
 # the checks of tools/testing/allocprof/real/check.sh in each boot: main (profiling on,
 # page_ext), compressed (1,compressed: falls back to page_ext on Debian's

@@ -18,6 +18,9 @@ PKGS="clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-de
 [ "${SETUP_REAL:-0}" = 1 ] && PKGS="$PKGS mmdebstrap e2fsprogs xz-utils"
 # make deb builds in a Debian 13 root made by mmdebstrap (SETUP_DEB=1).
 [ "${SETUP_DEB:-0}" = 1 ] && PKGS="$PKGS mmdebstrap rsync xz-utils"
+# make test-install makes a disk with a partition table and GRUB
+# (SETUP_INSTALL=1).
+[ "${SETUP_INSTALL:-0}" = 1 ] && PKGS="$PKGS mmdebstrap fdisk qemu-utils e2fsprogs"
 # make bench's macro benchmark runs these two in the VM (SETUP_BENCH=1).
 [ "${SETUP_BENCH:-0}" = 1 ] && PKGS="$PKGS rt-tests stress-ng"
 

@@ -1,0 +1,161 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make test-install, inside the Debian 13 machine: run at every boot by
+# allocprof-test.service (install-image.sh) from the disk labelled
+# allocprof-test, which also holds our packages (debs/), the allocinfo
+# binary and test.conf (OURS_REL, the kernel release of our packages).
+# Three boots, one step each; the step and the test count persist on the
+# root disk (/var/lib/allocprof-test):
+#   install  Debian's kernel: dpkg -i our linux-headers and linux-image;
+#            initramfs-tools, update-grub and DKMS run from the packages'
+#            hooks; reboot, and GRUB picks the newest kernel
+#   ours     our kernel: the checks; then apt-get purge of our packages, reboot
+#   back     Debian's kernel again; power off
+# Output: KTAP lines on the serial console, then "ALLOCPROF-INSTALL: end".
+set -u
+exec > /dev/ttyS0 2>&1
+T=/run/allocprof-test
+. "$T/test.conf"
+st=/var/lib/allocprof-test
+mkdir -p "$st"
+step=$(cat "$st/step" 2>/dev/null || echo install)
+n=$(cat "$st/n" 2>/dev/null || echo 0)
+ok() { n=$((n + 1)); echo "$n" > "$st/n"; echo "ok $n $*"; }
+notok() { n=$((n + 1)); echo "$n" > "$st/n"; echo "not ok $n $*"; }
+diag() { echo "# $*"; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else notok "$d"; fi; }
+next() { echo "$1" > "$st/step"; sync; diag "step $step done, rebooting into step $1"; systemctl reboot; exit 0; }
+finish() {
+	echo "1..$n"
+	echo "ALLOCPROF-INSTALL: end"
+	sync
+	systemctl poweroff
+	exit 0
+}
+rel=$(uname -r)
+diag "step $step on $rel, $(cut -d' ' -f1 /proc/uptime)s after boot"
+# What a boot costs, for the install guide (TCG: compare the kernels with
+# each other, not with hardware).
+costs() {
+	systemctl is-system-running --wait > /dev/null 2>&1
+	diag "costs $rel: $(systemd-analyze time 2>/dev/null | head -n 1)"
+	diag "costs $rel: $(grep -E '^(MemTotal|MemAvailable):' /proc/meminfo | tr -s ' ' | tr '\n' ' ')"
+	diag "costs $rel: $(dmesg | grep -m1 -E '\] Memory: ' | sed 's/^\[[^]]*\] //')"
+	diag "costs $rel: $(dmesg | grep -m1 -E 'page_ext' | sed 's/^\[[^]]*\] //')"
+}
+costs
+
+# systemd reached its target (the boot is complete) and no unit failed.
+booted_clean() {
+	local state failed
+	state=$(systemctl is-system-running --wait 2>/dev/null)
+	failed=$(systemctl --failed --no-legend --plain 2>/dev/null)
+	diag "systemd: $state${failed:+; failed: $(tr '\n' ' ' <<< "$failed")}"
+	[ "$state" = running ] && [ -z "$failed" ]
+}
+# The root file system is the disk's partition, named by UUID on the kernel
+# command line (update-grub) and in fstab.
+root_by_uuid() {
+	local uuid src
+	uuid=$(findmnt -no UUID /) src=$(findmnt -no SOURCE /)
+	diag "root: $src UUID=$uuid; cmdline: $(cat /proc/cmdline)"
+	[ -n "$uuid" ] && grep -qw "root=UUID=$uuid" /proc/cmdline && grep -q "^UUID=$uuid / " /etc/fstab &&
+		[ "$src" = /dev/vda1 ]
+}
+no_kernel_reports() {
+	local r
+	r=$(dmesg | grep -E 'Oops|BUG:|WARNING:|general protection|Kernel panic|kernel BUG|UBSAN|refcount_t:|list_del corruption' | head -n 10)
+	[ -z "$r" ] || sed 's/^/# /' <<< "$r"
+	[ -z "$r" ]
+}
+
+case $step in
+install)
+	echo "KTAP version 1"
+	echo "$rel" > "$st/debian_rel"
+	check "debian: Debian's own kernel runs ($rel)" [ "${rel%-amd64}" != "$rel" -a "$rel" != "$OURS_REL" ]
+	check "debian: systemd reached multi-user with no failed unit" booted_clean
+	debs=$(ls "$T"/debs/linux-*.deb)
+	diag "installing: $(basename -a $debs | tr '\n' ' ')"
+	if DEBIAN_FRONTEND=noninteractive dpkg -i $debs > "$st/dpkg-install.log" 2>&1; then
+		ok "install: dpkg -i of linux-headers and linux-image"
+	else
+		notok "install: dpkg -i of linux-headers and linux-image"
+		tail -n 30 "$st/dpkg-install.log" | sed 's/^/# /'
+	fi
+	grep -E 'update-initramfs|Generating grub|Found linux image|dkms|DKMS|Building|Signing|Error' "$st/dpkg-install.log" | head -n 20 | sed 's/^/# dpkg: /'
+	check "install: initramfs-tools made /boot/initrd.img-$OURS_REL" [ -s "/boot/initrd.img-$OURS_REL" ]
+	check "install: update-grub made a boot entry for $OURS_REL" grep -q "vmlinuz-$OURS_REL" /boot/grub/grub.cfg
+	diag "grub's first entry: $(grep -m1 -o "linux[[:space:]]*/boot/vmlinuz-[^ ]*" /boot/grub/grub.cfg)"
+	dk=$(dkms status 2>&1)
+	diag "dkms status: $(tr '\n' ';' <<< "$dk")"
+	check "install: DKMS built $DKMS_MOD for $OURS_REL against our linux-headers" \
+		grep -qE "^$DKMS_MOD/[^,]+, $OURS_REL, x86_64: installed" <<< "$dk"
+	install -m 0755 "$T/allocinfo" /usr/local/bin/allocinfo
+	next ours
+	;;
+ours)
+	check "ours: our kernel runs ($rel)" [ "$rel" = "$OURS_REL" ]
+	check "ours: systemd reached multi-user with no failed unit" booted_clean
+	check "ours: the root file system is the disk's, mounted by UUID" root_by_uuid
+	diag "$(dmesg | grep -m1 'alloc_tag: Rust core' | sed 's/^\[[^]]*\] //')"
+	check "ours: /proc/allocinfo is there with its header and rows" \
+		bash -c '[ "$(head -n 1 /proc/allocinfo)" = "allocinfo - version: 1.0" ] && [ "$(wc -l < /proc/allocinfo)" -gt 500 ]'
+	prof=$(cat /proc/sys/vm/mem_profiling 2>/dev/null)
+	# The package turns profiling on by its config (Kconfig's default):
+	# nothing on the command line, no sysctl.d drop-in.
+	setby=$(grep -o 'sysctl.vm.mem_profiling=[^ ]*' /proc/cmdline; grep -rls 'mem_profiling' /etc/sysctl.d /etc/sysctl.conf /usr/lib/sysctl.d 2>/dev/null)
+	diag "vm.mem_profiling=$prof${setby:+, set by: $setby}"
+	check "ours: profiling is on from boot by the package's config (vm.mem_profiling=1, no drop-in)" \
+		[ "$prof" = 1 -a -z "$setby" ]
+	top=$(allocinfo top -n 5 2>&1)
+	sed 's/^/# /' <<< "$top"
+	site=$(awk 'NR > 2 && $1 > m {m = $1; s = $3} END {print s}' /proc/allocinfo)
+	check "ours: the allocinfo tool reads it (top -n 5 names the largest site, $site)" \
+		bash -c '[ "$(grep -c . <<< "$1")" -ge 5 ] && grep -qF "$2" <<< "$1"' _ "$top" "$site"
+	# The DKMS module: built against our headers, signed by DKMS's own key
+	# (not one this kernel trusts: loads with a taint, as on Debian's).
+	diag "$DKMS_MOD: $(modinfo -F vermagic "$DKMS_MOD" 2>&1); signer: $(modinfo -F signer "$DKMS_MOD" 2>&1)"
+	if modprobe "$DKMS_MOD" 2>"$st/modprobe.err"; then
+		ok "dkms: modprobe $DKMS_MOD"
+	else
+		notok "dkms: modprobe $DKMS_MOD"
+		sed 's/^/# /' "$st/modprobe.err"
+	fi
+	rows=$(awk -v m="[$DKMS_MOD]" 'NR > 2 && $4 == m' /proc/allocinfo)
+	sed 's/^/# loaded: /' <<< "$rows"
+	check "dkms: /proc/allocinfo has $DKMS_MOD's rows, with bytes, under [$DKMS_MOD]" \
+		bash -c 'awk "\$1 > 0" <<< "$1" | grep -q .' _ "$rows"
+	mods=$(allocinfo top -n 0 --module "$DKMS_MOD" 2>&1)
+	check "dkms: allocinfo top --module $DKMS_MOD shows them" \
+		bash -c 'grep -q "\[$2\]" <<< "$1" || [ "$(grep -c . <<< "$1")" -gt 2 ]' _ "$mods" "$DKMS_MOD"
+	sed 's/^/# tool: /' <<< "$mods" | head -n 8
+	modprobe -r "$DKMS_MOD" 2>&1 | sed 's/^/# /'
+	left=$(awk -v m="[$DKMS_MOD]" 'NR > 2 && $4 == m && ($1 != 0 || $2 != 0)' /proc/allocinfo)
+	sed 's/^/# after unload: /' <<< "$left"
+	check "dkms: its rows drained at unload" [ -z "$left" -a ! -d "/sys/module/$DKMS_MOD" ]
+	diag "taint: $(cat /proc/sys/kernel/tainted); $(dmesg | grep -m1 'module verification failed' | sed 's/^\[[^]]*\] //')"
+	check "ours: no kernel report in the log" no_kernel_reports
+	# The way back: remove our kernel, as a user would.
+	if DEBIAN_FRONTEND=noninteractive apt-get purge -y "linux-image-$OURS_REL" "linux-headers-$OURS_REL" \
+		> "$st/apt-purge.log" 2>&1; then
+		ok "back: apt-get purge of our linux-image and linux-headers"
+	else
+		notok "back: apt-get purge of our linux-image and linux-headers"
+		tail -n 30 "$st/apt-purge.log" | sed 's/^/# /'
+	fi
+	check "back: our kernel left /boot and grub.cfg" \
+		bash -c '! ls /boot/*"$1"* >/dev/null 2>&1 && ! grep -q "$1" /boot/grub/grub.cfg' _ "$OURS_REL"
+	next back
+	;;
+back)
+	check "back: Debian's own kernel runs again ($rel)" [ "$rel" = "$(cat "$st/debian_rel")" ]
+	check "back: systemd reached multi-user with no failed unit" booted_clean
+	diag "left in /lib/modules: $(ls /lib/modules | tr '\n' ' ')"
+	finish
+	;;
+*)
+	notok "unknown step $step"
+	finish
+	;;
+esac

@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make test-install: our Debian 13 packages (make deb) installed on a
+# Debian 13 machine the way a user installs them, booted from its disk
+# through the firmware and GRUB, and removed again.
+#
+# The machine: install-image.sh's disk (cached), used through a qcow2
+# overlay, so every run starts from the same installed Debian 13.  The
+# packages, the allocinfo binary and the guest's steps (guest.sh) are on
+# a second disk.  QEMU boots from the first disk with SeaBIOS, its default
+# firmware; the guest reboots itself twice (install, ours, back) and
+# powers off at the end.  The guest's KTAP lines on the serial console are
+# the result; the host adds that every step ran and that the serial log
+# shows no kernel report.  Ends with "N passed, N failed" and its time.
+#
+# INSTALL_TIMEOUT is the hard limit on the whole run (seconds).
+set -uo pipefail
+H=$(cd "$(dirname "$0")/.." && pwd)
+: "${CACHE_DIR:?}" "${REPO:?}" "${BASEDIR:?}"
+. "$BASEDIR/base.conf"
+W=$CACHE_DIR/install
+timeout_s=${INSTALL_TIMEOUT:-3600}
+pkgdir=${DEB_OUT:-$CACHE_DIR/deb/packages}
+ours=$BASE_RELEASE-allocprof-amd64
+mkdir -p "$W"
+t0=$(date +%s)
+pass=0 fail=0
+failures=()
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); failures+=("$1"); echo "FAIL $1"; }
+finish() {
+	echo "== test-install: $(( $(date +%s) - t0 ))s"
+	if [ "$fail" -ne 0 ]; then
+		echo "Failed checks:"
+		printf '  %s\n' "${failures[@]}"
+	fi
+	echo "$pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+	exit
+}
+
+# 1. What goes in: the packages make deb made, the tool as a static binary.
+debs=$(ls "$pkgdir/linux-image-${ours}_"*.deb "$pkgdir/linux-headers-${ours}_"*.deb 2>/dev/null)
+if [ "$(grep -c . <<< "$debs")" != 2 ]; then
+	bad "packages: want linux-image-$ours and linux-headers-$ours in $pkgdir (make deb)"
+	finish
+fi
+ok
+export CARGO_TARGET_DIR=$CACHE_DIR/allocinfo-target
+bin=$CARGO_TARGET_DIR/x86_64-unknown-linux-gnu/release/allocinfo
+if ! (cd "$REPO/tools/allocinfo" && RUSTFLAGS='-C target-feature=+crt-static' \
+	cargo build --release --locked --quiet --target x86_64-unknown-linux-gnu); then
+	bad "tool: static build of allocinfo"
+	finish
+fi
+ok
+
+# 2. The machine (cached).
+t=$(date +%s)
+if ! base=$("$H/debian/install-image.sh" "$CACHE_DIR/install-image"); then
+	bad "image: the Debian 13 disk could not be made"
+	finish
+fi
+ok
+echo "image: $base ($(( $(date +%s) - t ))s)"
+disk=$W/disk.qcow2 tdisk=$W/test.ext4 td=$W/testdisk log=$W/serial.log
+rm -rf "$disk" "$tdisk" "$td"
+qemu-img create -q -f qcow2 -F qcow2 -b "$base" "$disk"
+mkdir -p "$td/debs"
+cp $debs "$td/debs/"
+cp "$bin" "$td/allocinfo"
+cp "$H/debian/guest.sh" "$td/guest.sh"
+printf 'OURS_REL=%s\nDKMS_MOD=v4l2loopback\n' "$ours" > "$td/test.conf"
+size=$(du -sm "$td" | cut -f1)
+if ! mke2fs -q -F -t ext4 -L allocprof-test -d "$td" "$tdisk" "$((size + 64))M"; then
+	bad "image: the test disk could not be made"
+	finish
+fi
+rm -rf "$td"
+
+# 3. The boots: firmware, GRUB, and whatever kernel GRUB picks.
+echo "boot: $(basename -a $debs | tr '\n' ' ')on $(basename "$base"), serial log in $log"
+timeout --foreground -k 5 "$timeout_s" \
+	qemu-system-x86_64 -accel tcg -cpu max -m 2G -smp 2 \
+	-nographic -nodefaults -serial stdio \
+	-drive file="$disk",format=qcow2,if=virtio -drive file="$tdisk",format=raw,if=virtio \
+	-nic user,model=virtio-net-pci -device virtio-rng-pci \
+	< /dev/null > "$log" 2>&1
+rc=$?
+[ $rc -eq 124 ] && echo "ALLOCPROF-HOST: timeout after ${timeout_s}s" >> "$log"
+
+# 4. The verdict.
+txt=$(tr -d '\r' < "$log" | sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g')
+grep -E '^(ok|not ok) [0-9]+ |^# ' <<< "$txt"
+pass=$((pass + $(grep -cE '^ok [0-9]+ ' <<< "$txt")))
+while read -r l; do
+	[ -n "$l" ] && bad "${l#not ok }"
+done < <(grep -E '^not ok [0-9]+ ' <<< "$txt")
+if grep -q '^ALLOCPROF-INSTALL: end$' <<< "$txt"; then
+	ok
+else
+	bad "the steps did not finish ($(grep -m1 -E '^ALLOCPROF-HOST: timeout|Kernel panic' <<< "$txt" || echo 'no end line'))"
+fi
+for s in install ours back; do
+	if grep -q "^# step $s on " <<< "$txt"; then ok; else bad "step $s never ran"; fi
+done
+r=$(grep -E 'Oops|BUG:|WARNING:|general protection fault|Kernel panic|kernel BUG' <<< "$txt" | head -n 5)
+if [ -z "$r" ]; then ok; else bad "kernel report on the console: $(head -n 1 <<< "$r")"; fi
+rm -f "$disk" "$tdisk"
+finish
