@@ -66,6 +66,7 @@ suite alloc_tag_check bash "$H/test_alloc_tag_check.sh"
 suite layers bash "$H/test_check_layers.sh"
 suite unwind bash "$H/test_check_unwind.sh"
 suite "series machinery" bash "$H/test_series.sh"
+suite "deb config check" bash "$H/test_debian_config.sh"
 basemap() {
 	local out
 	for b in "$H"/linux-*/; do

@@ -37,6 +37,7 @@ PKGVERSION=${DEB_VERSION:-$BASE_RELEASE-1+allocprof$N}
 root=$("$H/debian/build-env.sh" "$D")
 mkdir -p "$D/src" "$D/out" "$OUTDIR"
 cp "$BASEDIR/debian.config" "$D/debian.config"
+cp "$H/debian/check-config.sh" "$D/check-config.sh"
 
 # The tree as regular files (ours are symlinks into the checkout in SRC).
 # rsync keeps the times of unchanged files, so the build stays incremental.
@@ -53,32 +54,14 @@ cd /build/src
 mk=(make -s O=/build/out CC=x86_64-linux-gnu-gcc-14)
 debian=/usr/src/linux-config-6.12/config.$FLAVOUR.xz
 stamp=/build/out/.allocprof-deb-config.sha
-want=$( (cat /build/debian.config; xz -dc "$debian"; sha1sum Kconfig init/Kconfig lib/Kconfig.alloc_tag) | sha1sum | cut -d' ' -f1)
+want=$( (cat /build/debian.config /build/check-config.sh; xz -dc "$debian"; sha1sum Kconfig init/Kconfig lib/Kconfig.alloc_tag) | sha1sum | cut -d' ' -f1)
 if [ ! -f /build/out/.config ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 	xz -dc "$debian" > /build/out/debian-$FLAVOUR.config
 	cp /build/out/debian-$FLAVOUR.config /build/out/.config
 	(cd /build/out && /build/src/scripts/kconfig/merge_config.sh -m -O /build/out .config /build/debian.config >/dev/null)
 	"${mk[@]}" olddefconfig
-	bad=0
-	while IFS='|' read -r sym val; do
-		if [ "$val" = n ]; then
-			! grep -q "^$sym=" /build/out/.config || { echo "deb: $sym must be off" >&2; bad=1; }
-		else
-			grep -qxF "$sym=$val" /build/out/.config || { echo "deb: $sym=$val did not survive olddefconfig" >&2; bad=1; }
-		fi
-	done < <(sed -nE 's/^(CONFIG_[A-Za-z0-9_]+)=(.*)$/\1|\2/p; s/^# (CONFIG_[A-Za-z0-9_]+) is not set$/\1|n/p' /build/debian.config)
-	[ $bad = 0 ] || exit 1
-	scripts/diffconfig /build/out/debian-$FLAVOUR.config /build/out/.config > /build/out/config-changes.txt
-	# Of Debian's own settings only these may change: the two this file
-	# changes, the one that goes with MODVERSIONS, and the Rust compiler's
-	# version numbers (0 in Debian's file, which was made without rustc).
-	# Symbols Debian's file does not have ("+" lines) come with Rust and
-	# the profiler, at their defaults unless debian.config sets them.
-	if grep -vE '^\+|^[ -](MODVERSIONS|ASM_MODVERSIONS|MEM_ALLOC_PROFILING|RUSTC_VERSION|RUSTC_LLVM_VERSION) ' \
-		/build/out/config-changes.txt >&2; then
-		echo "deb: the lines above change Debian's config beyond debian.config" >&2
-		exit 1
-	fi
+	/build/check-config.sh /build/out/debian-$FLAVOUR.config /build/out/.config /build/debian.config \
+		> /build/out/config-changes.txt
 	echo "$want" > "$stamp"
 fi
 "${mk[@]}" rustavailable
