@@ -70,7 +70,8 @@ mkdir -p "$td/debs"
 cp $debs "$td/debs/"
 cp "$bin" "$td/allocinfo"
 cp "$H/debian/guest.sh" "$td/guest.sh"
-printf 'OURS_REL=%s\nDKMS_MOD=v4l2loopback\n' "$ours" > "$td/test.conf"
+# v4l2loopback allocates its devices in its own code: two of them.
+printf 'OURS_REL=%s\nDKMS_MOD=v4l2loopback\nDKMS_ARGS="devices=2"\n' "$ours" > "$td/test.conf"
 size=$(du -sm "$td" | cut -f1)
 if ! mke2fs -q -F -t ext4 -L allocprof-test -d "$td" "$tdisk" "$((size + 64))M"; then
 	bad "image: the test disk could not be made"
