@@ -26,8 +26,9 @@ fi
 # kmod (modprobe); the workloads (stress-ng, rt-tests' hackbench); procps
 # (sysctl, free); what exercises the filesystem, block, network and
 # firewall modules (xfsprogs, btrfs-progs, squashfs-tools, dmsetup,
-# iproute2, nftables).
-PKGS=systemd,systemd-sysv,udev,kmod,passwd,stress-ng,rt-tests,procps,iproute2,nftables,xfsprogs,btrfs-progs,squashfs-tools,dmsetup
+# iproute2, nftables), and mkfs.ext4 (e2fsprogs: in trixie no longer in
+# every minbase root).
+PKGS=systemd,systemd-sysv,udev,kmod,passwd,stress-ng,rt-tests,procps,iproute2,nftables,xfsprogs,btrfs-progs,squashfs-tools,dmsetup,e2fsprogs
 
 log=$dir/mmdebstrap.log
 tmp=$dir/partial-$hash.tar

@@ -72,6 +72,22 @@ make O=/build/out CC=x86_64-linux-gnu-gcc-14 -j"$JOBS" LOCALVERSION="$LOCALVERSI
 INNER
 chmod +x "$D/build.sh"
 
+# Nothing to do when the packages in OUTDIR were built from this very tree,
+# build script, config fragment and build root: a second make deb (make
+# test-install depends on it) then costs the copy, not a repackaging of
+# four thousand modules.  The stamp is written only after a build succeeded.
+rel=$BASE_RELEASE$LOCALVERSION
+stamp=$OUTDIR/.inputs
+inputs=$( (echo "$root"; cat "$D/build.sh" "$D/debian.config" "$D/check-config.sh";
+	cd "$D/src" && find . -path ./.git -prune -o -printf '%P %s %T@ %l\n' | LC_ALL=C sort) | sha1sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" = "$inputs" ] &&
+	ls "$OUTDIR/linux-image-${rel}_"*.deb "$OUTDIR/linux-headers-${rel}_"*.deb > /dev/null 2>&1; then
+	echo "deb: the packages in $OUTDIR are up to date (same tree, config and build root):"
+	ls -l "$OUTDIR"
+	exit 0
+fi
+rm -f "$stamp"
+
 echo "deb: building $PKGVERSION in $root (Debian 13: $(chroot "$root" gcc --version | head -1), $(chroot "$root" rustc --version))"
 log=$D/build.log
 mkdir -p "$root/build"
@@ -93,7 +109,6 @@ if ! unshare -m --propagation private /bin/bash -euc '
 	exit 1
 fi
 
-rel=$BASE_RELEASE$LOCALVERSION
 rm -f "$OUTDIR"/*.deb
 for p in linux-image-$rel linux-headers-$rel; do
 	f=$D/${p}_${PKGVERSION}_amd64.deb
@@ -104,5 +119,6 @@ done
 rm -f "$D"/linux-libc-dev_*.deb "$D"/*.buildinfo "$D"/*.changes
 cp "$D/out/config-changes.txt" "$OUTDIR/"
 (cd "$OUTDIR" && sha256sum ./*.deb > SHA256SUMS)
+echo "$inputs" > "$stamp"
 echo "deb: packages in $OUTDIR:"
 ls -l "$OUTDIR"

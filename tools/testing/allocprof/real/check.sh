@@ -54,6 +54,15 @@ modules() { awk '{print $1}' /proc/modules | sort; }
 echo "TAP version 13"
 diag "allocprof-real: mode $mode, ${secs}s of workload, $rounds unload/reload rounds, kernel $(uname -r)"
 
+# 0. The image has every program the checks below run: one missing would
+# only show as a check of its class failing for another reason, or as a
+# fallback (the filesystem class on the root) that hides it.
+missing=
+for c in mkfs.ext4 mkfs.xfs mkfs.btrfs mksquashfs dmsetup losetup ip nft stress-ng hackbench sysctl modprobe udevadm blockdev; do
+	command -v "$c" > /dev/null || missing="$missing $c"
+done
+if [ -z "$missing" ]; then ok userspace_tools; else notok userspace_tools; diag "not in the image:$missing"; fi
+
 # 1. systemd and udev.
 udevadm settle --timeout=120
 check multi_user_reached systemctl is-active multi-user.target
