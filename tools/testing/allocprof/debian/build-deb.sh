@@ -37,7 +37,7 @@ PKGVERSION=${DEB_VERSION:-$BASE_RELEASE-1+allocprof$N}
 root=$("$H/debian/build-env.sh" "$D")
 mkdir -p "$D/src" "$D/out" "$OUTDIR"
 cp "$BASEDIR/debian.config" "$D/debian.config"
-cp "$H/debian/check-config.sh" "$D/check-config.sh"
+cp "$H/debian/check-config.sh" "$H/debian/headers-fixup.sh" "$D/"
 
 # The tree as regular files (ours are symlinks into the checkout in SRC).
 # rsync keeps the times of unchanged files, so the build stays incremental.
@@ -69,6 +69,7 @@ rm -f /build/*.deb /build/*.buildinfo /build/*.changes
 make O=/build/out CC=x86_64-linux-gnu-gcc-14 -j"$JOBS" LOCALVERSION="$LOCALVERSION" KDEB_PKGVERSION="$PKGVERSION" \
 	KDEB_CHANGELOG_DIST=trixie KDEB_COMPRESS=xz KBUILD_VERBOSE=0 \
 	DPKG_FLAGS=-Ppkg.linux-upstream.nokerneldbg bindeb-pkg
+/build/headers-fixup.sh /build/linux-headers-*_"${PKGVERSION}"_amd64.deb x86_64-linux-gnu-gcc-14 /build/out
 INNER
 chmod +x "$D/build.sh"
 
@@ -78,7 +79,7 @@ chmod +x "$D/build.sh"
 # four thousand modules.  The stamp is written only after a build succeeded.
 rel=$BASE_RELEASE$LOCALVERSION
 stamp=$OUTDIR/.inputs
-inputs=$( (echo "$root"; cat "$D/build.sh" "$D/debian.config" "$D/check-config.sh";
+inputs=$( (echo "$root"; cat "$D/build.sh" "$D/debian.config" "$D/check-config.sh" "$D/headers-fixup.sh";
 	cd "$D/src" && find . -path ./.git -prune -o -printf '%P %s %T@ %l\n' | LC_ALL=C sort) | sha1sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" = "$inputs" ] &&
 	ls "$OUTDIR/linux-image-${rel}_"*.deb "$OUTDIR/linux-headers-${rel}_"*.deb > /dev/null 2>&1; then

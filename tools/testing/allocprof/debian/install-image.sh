@@ -30,10 +30,11 @@ fi
 [ "$(id -u)" = 0 ] || { echo "install-image: needs root (loop devices, mount, chroot)" >&2; exit 1; }
 
 # systemd as init with udev; Debian's kernel and its initrd tools; GRUB for
-# BIOS; DKMS with a module from Debian, and openssl, with which DKMS
-# makes its module signing key.
+# BIOS; DKMS with a module from Debian, built for Debian's kernel against
+# linux-headers-amd64 (which brings gcc-14) as on any machine that uses
+# DKMS, and openssl, with which DKMS makes its module signing key.
 PKGS=systemd,systemd-sysv,udev,kmod,passwd,procps,e2fsprogs,xz-utils,zstd,linux-image-amd64,initramfs-tools
-PKGS=$PKGS,grub-pc,dkms,v4l2loopback-dkms,openssl,ca-certificates
+PKGS=$PKGS,grub-pc,linux-headers-amd64,dkms,v4l2loopback-dkms,openssl,ca-certificates
 
 raw=$dir/partial-disk-$hash.raw
 mnt=$dir/partial-mnt-$hash
