@@ -266,7 +266,10 @@ fn disarm_where(c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize {
             let s = &mut *site;
             let t = AllocTag::from_raw(s.tag);
             t.set_capture_armed(false);
-            let mut r = core::mem::replace(&mut s.records, null_mut());
+            // Taken by copy and cleared (raw pointers have no `Default`
+            // before Rust 1.88, so no `mem::take` on Debian 13's rustc).
+            let mut r = s.records;
+            s.records = null_mut();
             while !r.is_null() {
                 let next = (*r).next;
                 (*(*r).ref_).ct = t.codetag();

@@ -600,7 +600,11 @@ pub(super) fn free_pool(_c: &Control) {
         st.free = null_mut();
         st.nfree = 0;
         st.total = 0;
-        core::mem::replace(&mut st.chunks, null_mut())
+        // Taken by copy and cleared (no `mem::take` for raw pointers
+        // before Rust 1.88, Debian 13's rustc is 1.85).
+        let chunks = st.chunks;
+        st.chunks = null_mut();
+        chunks
     };
     while !chunks.is_null() {
         // SAFETY: the pool's chunks, unlisted above; with nothing armed the
