@@ -180,6 +180,9 @@ back)
 	check "back: Debian's own kernel runs again ($rel)" [ "$rel" = "$(cat "$st/debian_rel")" ]
 	check "back: systemd reached multi-user with no failed unit" booted_clean
 	diag "left in /lib/modules: $(ls /lib/modules | tr '\n' ' ')"
+	diag "dkms status: $(dkms status 2>&1 | tr '\n' ';')"
+	check "back: nothing of our kernel left in /lib/modules (DKMS's build removed with it)" \
+		[ ! -e "/lib/modules/$OURS_REL" ]
 	finish
 	;;
 *)
