@@ -99,6 +99,10 @@ while read -r l; do
 done < <(grep -E '^not ok [0-9]+ ' <<< "$txt")
 if grep -q '^ALLOCPROF-INSTALL: end$' <<< "$txt"; then
 	ok
+	# Nothing lost on the way: the guest's plan counts every result it wrote.
+	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' <<< "$txt" | tail -n 1)
+	got=$(grep -cE '^(ok|not ok) [0-9]+ ' <<< "$txt")
+	if [ "${plan:-none}" = "$got" ]; then ok; else bad "the guest planned ${plan:-no} results, the log has $got"; fi
 else
 	bad "the steps did not finish ($(grep -m1 -E '^ALLOCPROF-HOST: timeout|Kernel panic' <<< "$txt" || echo 'no end line'))"
 fi
