@@ -148,6 +148,8 @@ ours)
 		notok "dkms: modprobe $DKMS_MOD $DKMS_ARGS"
 		sed 's/^/# /' "$st/modprobe.err"
 	fi
+	# Its BTF, made at DKMS build time against the headers' vmlinux.
+	check "dkms: $DKMS_MOD has BTF (/sys/kernel/btf/$DKMS_MOD)" [ -s "/sys/kernel/btf/$DKMS_MOD" ]
 	rows=$(awk -v m="[$DKMS_MOD]" 'NR > 2 && $4 == m' /proc/allocinfo)
 	sed 's/^/# loaded: /' <<< "$rows"
 	check "dkms: /proc/allocinfo has $DKMS_MOD's rows, with bytes, under [$DKMS_MOD]" \
