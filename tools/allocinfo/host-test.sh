@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Host tests of the allocinfo tool: lint, cargo test, export checked by prometheus_client, the
+# Host tests of the allocinfo tool: lint, cargo test, export read by its consumers (go tool pprof,
+# promtool, node_exporter's textfile collector, prometheus_client's OpenMetrics parser), the
 # selftest script against fixtures, and the static binary for the test VM.
 #
 # Prints "N passed, N failed" last and exits non-zero on any failure. Build output and the Python
@@ -44,7 +45,8 @@ check() {
 
 mkdir -p "$CACHE_DIR" || exit 1
 work=$(mktemp -d) || exit 1
-trap 'rm -rf "$work"' EXIT
+node_pid=""
+trap '[ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null; rm -rf "$work"' EXIT
 cd "$here" || exit 1
 
 check "cargo build" cargo build --locked --quiet
@@ -70,7 +72,8 @@ fi
 
 bin="$CARGO_TARGET_DIR/debug/allocinfo"
 
-# prometheus_client in a reusable venv.
+# prometheus_client (its OpenMetrics parser; its Prometheus text parser reads node_exporter's
+# page below) and protobuf in a reusable venv.
 setup_venv() {
 	[ -x "$venv/bin/python" ] || python3 -m venv "$venv" || return 1
 	"$venv/bin/python" -c 'import prometheus_client' 2>/dev/null ||
@@ -82,23 +85,15 @@ setup_venv() {
 if check "python venv with prometheus_client and protobuf" setup_venv; then
 	"$venv/bin/python" -m pip show prometheus_client 2>/dev/null |
 		awk '/^Version:/ { print "using prometheus_client " $2 }'
+	# Series and values against sums made from the fixture by check_series.py itself.
 	for f in $valid; do
-		"$bin" --json top -n 0 -i "$fixtures/$f" >"$work/$f.json" 2>&1
 		"$bin" export -f openmetrics -i "$fixtures/$f" >"$work/$f.om" 2>&1
-		"$bin" export -f prometheus -i "$fixtures/$f" >"$work/$f.prom" 2>&1
-		check "openmetrics parser accepts export of $f" \
-			"$venv/bin/python" tests/validate_export.py openmetrics "$work/$f.om" "$work/$f.json"
-		check "prometheus parser accepts export of $f" \
-			"$venv/bin/python" tests/validate_export.py prometheus "$work/$f.prom" "$work/$f.json"
+		check "OpenMetrics parser reads export -f openmetrics of $f, values exact" \
+			"$venv/bin/python" tests/check_series.py openmetrics "$fixtures/$f" "$work/$f.om"
 	done
-	textfile() {
-		"$bin" export -o "$work/allocinfo.prom" -i "$fixtures/v1-builtin-modules.txt" &&
-			"$venv/bin/python" tests/validate_export.py prometheus "$work/allocinfo.prom" \
-				"$work/v1-builtin-modules.txt.json"
-	}
-	check "export -o writes a valid textfile-collector file" textfile
 	# pprof's profile.proto decoded with the protobuf library (schema from its field numbers).
 	for f in $valid; do
+		"$bin" --json top -n 0 -i "$fixtures/$f" >"$work/$f.json" 2>&1
 		"$bin" export -f pprof -i "$fixtures/$f" >"$work/$f.pb" 2>&1
 		check "protobuf decodes export -f pprof of $f" \
 			"$venv/bin/python" tests/validate_pprof_proto.py "$work/$f.pb" "$work/$f.json"
@@ -115,17 +110,26 @@ else
 	fail "export validation skipped: no prometheus_client or protobuf"
 fi
 
-# pprof output read by pprof itself (Debian: apt-get install golang-go), compared site by site.
-if command -v go >/dev/null 2>&1; then
+# The programs that read the exports are mandatory: a missing one fails (setup.sh installs them).
+have() {
+	command -v "$1" >/dev/null 2>&1 && return 0
+	fail "no $1: apt-get install $2 (tools/testing/allocprof/setup.sh installs it)"
+	return 1
+}
+
+# pprof output read by pprof itself, compared site by site and in total.
+if have go golang-go; then
 	go version
 	pprof_matches() {
 		local f=$1
-		"$bin" export -f pprof -i "$fixtures/$f" -o "$work/$f.pb" &&
+		"$bin" --json top -n 0 -i "$fixtures/$f" >"$work/$f.json" &&
+			"$bin" export -f pprof -i "$fixtures/$f" -o "$work/$f.pb" &&
 			HOME="$CACHE_DIR/gohome" go tool pprof -raw "$work/$f.pb" >"$work/$f.raw" &&
-			python3 tests/validate_pprof.py "$work/$f.raw" "$work/$f.json"
+			python3 tests/validate_pprof.py "$work/$f.raw" "$work/$f.json" &&
+			python3 tests/check_series.py pprof-totals "$fixtures/$f" "$work/$f.raw"
 	}
 	for f in $valid; do
-		check "go tool pprof reads export -f pprof of $f" pprof_matches "$f"
+		check "go tool pprof reads export -f pprof of $f, totals exact" pprof_matches "$f"
 	done
 	capture_pprof_matches() {
 		local f=$1
@@ -137,8 +141,76 @@ if command -v go >/dev/null 2>&1; then
 	for f in $capture_valid; do
 		check "go tool pprof reads capture export -f pprof of $f" capture_pprof_matches "$f"
 	done
-else
-	echo "SKIP: pprof output not checked: no go tool (apt-get install golang-go)"
+fi
+
+# promtool parses and lints the expositions (with every optional label).
+if have promtool prometheus; then
+	promtool --version 2>&1 | head -n 1
+	promtool_accepts() {
+		"$bin" export "$@" >"$work/promtool.in" && promtool check metrics <"$work/promtool.in"
+	}
+	for f in $valid; do
+		for fmt in prometheus openmetrics; do
+			check "promtool check metrics accepts export -f $fmt of $f" \
+				promtool_accepts -f "$fmt" -i "$fixtures/$f"
+		done
+		check "promtool check metrics accepts export --line-label --release of $f" \
+			promtool_accepts --line-label --release 6.12.0-test -i "$fixtures/$f"
+	done
+	check "promtool check metrics accepts export --by-node of nodes-2.txt" \
+		promtool_accepts --by-node -i "$fixtures/nodes-2.txt"
+fi
+
+# Debian's node_exporter with only its textfile collector, on a loopback port, reads the export
+# from its directory: every series with its exact value and node_textfile_scrape_error 0.
+node_exporter=$(command -v prometheus-node-exporter || command -v node_exporter)
+if have "${node_exporter:-prometheus-node-exporter}" prometheus-node-exporter &&
+	[ -x "$venv/bin/python" ]; then
+	"$node_exporter" --version 2>&1 | head -n 1
+	textfile="$work/textfile"
+	mkdir -p "$textfile"
+	scrape() {
+		"$venv/bin/python" -c 'import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' \
+			"http://127.0.0.1:$port/metrics"
+	}
+	# A free port: another run may hold one, so try a few.
+	for try in 1 2 3 4 5; do
+		port=$((20000 + (RANDOM % 20000)))
+		"$node_exporter" --collector.disable-defaults --collector.textfile \
+			--collector.textfile.directory="$textfile" \
+			--web.listen-address="127.0.0.1:$port" >"$work/node_exporter.log" 2>&1 &
+		node_pid=$!
+		for _ in $(seq 50); do
+			scrape >/dev/null 2>&1 && break 2
+			kill -0 "$node_pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill "$node_pid" 2>/dev/null
+		wait "$node_pid" 2>/dev/null
+		node_pid=""
+	done
+	if [ -n "$node_pid" ]; then
+		textfile_reads() {
+			local fmt=$1 f=$2
+			"$bin" export -f "$fmt" --release 6.12.0-test -i "$fixtures/$f" \
+				-o "$textfile/allocinfo.prom" &&
+				scrape >"$work/metrics" &&
+				"$venv/bin/python" tests/check_series.py scrape "$fixtures/$f" "$work/metrics" 6.12.0-test
+		}
+		for f in $valid; do
+			for fmt in prometheus openmetrics; do
+				check "node_exporter textfile collector reads export -f $fmt of $f, values exact" \
+					textfile_reads "$fmt" "$f"
+			done
+		done
+		kill "$node_pid"
+		wait "$node_pid" 2>/dev/null
+		node_pid=""
+	else
+		fail "node_exporter did not serve /metrics on a loopback port"
+		sed 's/^/    /' "$work/node_exporter.log" | tail -n 20
+	fi
 fi
 
 # top -n N picks the same sites as sort -g | tail -n N for every N, ties included.

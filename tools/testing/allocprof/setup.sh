@@ -12,6 +12,11 @@ BINDGEN_VERSION=0.73.2
 export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm$LLVM_SUFFIX/lib}
 PKGS="clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-dev qemu-system-x86 busybox-static
       flex bison bc libelf-dev libssl-dev cpio make gcc libc6-dev patch python3-ply python3-git"
+# make test's host tests of allocinfo read its exports with the programs that consume them: go
+# tool pprof (golang-go), promtool (prometheus) and node_exporter's textfile collector
+# (prometheus-node-exporter). Installing the last two also enables their services (ports 9090,
+# 9100); the tests use a port of their own.
+PKGS="$PKGS golang-go prometheus prometheus-node-exporter"
 # make test-real also needs these (SETUP_REAL=1): the Debian image
 # (mmdebstrap), its ext4 disk filled without mounting (mke2fs -d), Debian's
 # xz-compressed modules.

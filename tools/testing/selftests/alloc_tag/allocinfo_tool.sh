@@ -136,8 +136,9 @@ else
 	not_ok "snapshot twice, diff prints totals"
 fi
 
-# 4: export has HELP/TYPE and one sample per site (rows with the same tag text are summed).
-if live export >"$tmp/prom" 2>"$tmp/err"; then
+# 4: export has HELP/TYPE and one sample per site (rows with the same tag text are summed);
+# --line-label keeps the sites of one function apart.
+if live export --line-label >"$tmp/prom" 2>"$tmp/err"; then
 	help=$(grep -c '^# HELP allocinfo_bytes ' "$tmp/prom")
 	type=$(grep -c '^# TYPE allocinfo_bytes gauge$' "$tmp/prom")
 	samples=$(grep -c '^allocinfo_bytes{' "$tmp/prom")
