@@ -97,6 +97,14 @@ pub enum Command {
     Watch(WatchArgs),
     /// Export every site for other tools: Prometheus or OpenMetrics (node_exporter textfile
     /// collector), CSV, folded stacks (flame graphs) or pprof's profile.proto
+    ///
+    /// Prometheus and OpenMetrics: gauges allocinfo_bytes and allocinfo_calls (and, for version
+    /// 2.0 input, allocinfo_inaccurate) labelled function, file, module ("" for built-in code) and
+    /// release (the kernel release: uname -r for the live /proc/allocinfo, or --release). The
+    /// sites of one function, file and module are summed into one series, which a kernel upgrade
+    /// that moves the line does not break; --line-label makes the line a label. Cardinality: one
+    /// series per family per function, file and module: 727 for the 861 rows of a 6.12 VM (858
+    /// with --line-label); --min-size bounds it (202 with --min-size 1, 63 with 4K, 18 with 64K).
     Export(ExportArgs),
     /// Context capture: arm a call site, then see which stacks hold its live memory
     /// (/sys/kernel/debug/allocinfo_capture, root only)

@@ -666,3 +666,57 @@ fn live_by_node_without_the_kernel_support_says_so() {
         stderr(&o)
     );
 }
+
+/// --min-size drops the sites (rows of one tag text, summed) holding less, in every format; the
+/// expected sites are summed here from the fixture's text.
+#[test]
+fn min_size_drops_sites_in_every_format() {
+    let f = fixture("v1-builtin-modules.txt");
+    let text = std::fs::read_to_string(&f).unwrap_or_default();
+    // tag text -> (function, file, module, bytes)
+    let mut sites: HashMap<String, (String, String, String, i64)> = HashMap::new();
+    for line in text.lines().skip(2) {
+        let mut words = line.split_whitespace();
+        let bytes: i64 = words
+            .next()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_default();
+        let tag: Vec<&str> = words.skip(1).collect();
+        let file = tag[0].rsplit_once(':').map_or("", |(f, _)| f).to_string();
+        let module = tag
+            .iter()
+            .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+            .unwrap_or("")
+            .to_string();
+        let function = tag
+            .iter()
+            .find_map(|w| w.strip_prefix("func:"))
+            .unwrap_or("")
+            .to_string();
+        let e = sites
+            .entry(tag.join(" "))
+            .or_insert((function, file, module, 0));
+        e.3 += bytes;
+    }
+    let kept: Vec<_> = sites.values().filter(|s| s.3 >= 65536).collect();
+    let series: std::collections::HashSet<_> = kept.iter().map(|s| (&s.0, &s.1, &s.2)).collect();
+    assert!(
+        kept.len() > series.len() && series.len() > 10,
+        "the fixture tests little"
+    );
+    let export = |format: &str| ok(&["export", "--min-size", "64K", "-f", format, "-i", &f]);
+    let count = |text: &str, prefix: &str| text.lines().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!(
+        count(&export("prometheus"), "allocinfo_bytes{"),
+        series.len()
+    );
+    assert_eq!(
+        count(&export("openmetrics"), "allocinfo_calls{"),
+        series.len()
+    );
+    assert_eq!(export("csv").lines().count(), kept.len() + 1);
+    // folded sums the lines of one function (and module) into one stack.
+    assert_eq!(export("folded").lines().count(), series.len());
+    let o = run(&["export", "--min-size", "64K", "-f", "pprof", "-i", &f]);
+    assert_eq!(messages(&decode(&o.stdout), 2).len(), kept.len());
+}
