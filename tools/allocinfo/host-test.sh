@@ -274,6 +274,58 @@ else
 	echo "SKIP: 100,000-row budget not measured: no /usr/bin/time"
 fi
 
+# The package's man pages and completions (allocinfo-gen, cargo feature gen), as
+# debian/rules makes them: each page renders without a groff or man warning
+# and documents what --help says; each completion loads in its shell and
+# completes a subcommand.
+gen="$CARGO_TARGET_DIR/debug/allocinfo-gen"
+check "cargo clippy --features gen" cargo clippy --locked --quiet --features gen --bin allocinfo-gen -- -D warnings
+check "allocinfo-gen man and completions" bash -c '
+	cargo build --locked --quiet --features gen --bin allocinfo-gen &&
+	SOURCE_DATE_EPOCH=0 "$1" man "$2/man" > /dev/null && "$1" completions "$2/comp" > /dev/null' _ "$gen" "$work/gen"
+man_clean() {
+	local page=$1 w
+	w=$( { groff -man -ww -z "$page"; LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$page" > /dev/null; } 2>&1)
+	[ -z "$w" ] || { echo "$w"; return 1; }
+}
+pages=$(cd "$work/gen/man" 2>/dev/null && ls)
+# One page per command: allocinfo, each subcommand, and capture's actions.
+want_pages=$(
+	"$bin" --help | awk '/^Commands:/ {on = 1; next} on && /^  [a-z]/ && $1 != "help" {print "allocinfo-" $1 ".1"} on && /^$/ {on = 0}'
+	"$bin" capture --help | awk '/^Commands:/ {on = 1; next} on && /^  [a-z]/ && $1 != "help" {print "allocinfo-capture-" $1 ".1"} on && /^$/ {on = 0}'
+	echo allocinfo.1)
+check "man pages: one per command ($(wc -w <<< "$want_pages"))" \
+	bash -c '[ "$(sort <<< "$1")" = "$(sort <<< "$2")" ] || { echo "want:" $1; echo "got:" $2; exit 1; }' _ "$want_pages" "$pages"
+for p in $pages; do
+	check "man page $p renders without warnings (groff -ww, man --warnings)" man_clean "$work/gen/man/$p"
+done
+# The export page lists every --format value that export --help lists.
+check "man allocinfo-export lists every export format of --help" bash -c '
+	page=$(MANWIDTH=200 man -l "$1" 2>/dev/null)
+	formats=$("$2" export --help | awk "/^  -f, --format/ {on = 1; next}
+		on && /^  +-/ && !/^ +- [a-z]+:/ {on = 0} on && /^ +- [a-z]+:/ {sub(\":\", \"\", \$2); print \$2}")
+	[ -n "$formats" ] || { echo "export --help lists no formats"; exit 1; }
+	for f in $formats; do
+		grep -q "$f:" <<< "$page" || { echo "no $f"; exit 1; }
+	done' _ "$work/gen/man/allocinfo-export.1" "$bin"
+check "bash completion: bash -n, loads, completes 'allocinfo exp' to export" bash -c '
+	bash -n "$1" && bash -c "source \"\$1\"; complete -p allocinfo | grep -q \" _allocinfo allocinfo\$\";
+		COMP_WORDS=(allocinfo exp); COMP_CWORD=1; COMP_LINE=\"allocinfo exp\"; COMP_POINT=13; _allocinfo allocinfo exp allocinfo;
+		[ \"\${COMPREPLY[*]}\" = export ]" _ "$1"' _ "$work/gen/comp/bash/allocinfo"
+if command -v zsh > /dev/null; then
+	check "zsh completion: zsh -n, compinit registers _allocinfo for allocinfo" bash -c '
+		zsh -n "$1/_allocinfo" &&
+		[ "$(zsh -f -c "fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -D; print -r -- \$_comps[allocinfo]")" = _allocinfo ]' _ "$work/gen/comp/zsh"
+else
+	fail "zsh completion: no zsh (setup.sh installs it)"
+fi
+if command -v fish > /dev/null; then
+	check "fish completion: fish -n, completes 'allocinfo exp' to export" bash -c '
+		fish -n "$1" && fish --no-config -c "source $1; complete -C \"allocinfo exp\"" | cut -f1 | grep -qx export' _ "$work/gen/comp/fish/allocinfo.fish"
+else
+	fail "fish completion: no fish (setup.sh installs it)"
+fi
+
 # The in-VM selftest, run here against fixtures with the static binary; each KTAP line counts.
 if command -v busybox >/dev/null 2>&1; then sh_cmd="busybox sh"; else sh_cmd="sh"; fi
 [ -f "$selftest" ] || fail "no $selftest: lay the patched tree first (make tree BASE=rust)"

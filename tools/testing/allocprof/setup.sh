@@ -17,12 +17,18 @@ PKGS="clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-de
 # (prometheus-node-exporter). Installing the last two also enables their services (ports 9090,
 # 9100); the tests use a port of their own.
 PKGS="$PKGS golang-go prometheus prometheus-node-exporter"
+# The tool's host tests render its man pages (groff, man) and load its
+# completions in each shell (zsh, fish; bash is there).
+PKGS="$PKGS groff-base man-db zsh fish"
 # make test-real also needs these (SETUP_REAL=1): the Debian image
 # (mmdebstrap), its ext4 disk filled without mounting (mke2fs -d), Debian's
 # xz-compressed modules.
 [ "${SETUP_REAL:-0}" = 1 ] && PKGS="$PKGS mmdebstrap e2fsprogs xz-utils"
 # make deb builds in a Debian 13 root made by mmdebstrap (SETUP_DEB=1).
 [ "${SETUP_DEB:-0}" = 1 ] && PKGS="$PKGS mmdebstrap rsync xz-utils"
+# The tool's package: its binary checked and trimmed (binutils' readelf and
+# objcopy), then built with dpkg-buildpackage in that root.
+[ "${SETUP_DEB:-0}" = 1 ] && PKGS="$PKGS binutils"
 # make test-install makes a disk with a partition table and GRUB
 # (SETUP_INSTALL=1).
 [ "${SETUP_INSTALL:-0}" = 1 ] && PKGS="$PKGS mmdebstrap fdisk qemu-utils e2fsprogs"
