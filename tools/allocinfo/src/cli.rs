@@ -81,6 +81,17 @@ pub struct InputArg {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show the call sites holding the most memory
+    ///
+    /// On a terminal (standard output a tty) the list refreshes in place every --interval
+    /// seconds, as slabtop does, filling the screen: a head with the source, the time, the
+    /// totals of the rows shown (bytes, live allocations, sites, growth) and their accuracy
+    /// (format 2.0 marks sites accurate:no), then one row per site with its SIZE, CALLS and
+    /// GROWTH, the change in bytes since the first sample (or since the last r). Keys:
+    /// s sort by size, c by calls, g by growth; / types a filter, a regular expression
+    /// matched against the tag text as --focus is (Enter applies it, an empty one clears it,
+    /// Esc cancels); r restarts the growth from now; space reads the input again now;
+    /// q, Esc or Ctrl-C quit (exit status 0). With -i FILE the file is read again at every
+    /// refresh. Piped, with --once, --json, --by-node or -i - it prints once.
     Top(TopArgs),
     /// Sum memory by source path prefix or by module
     Tree(TreeArgs),
@@ -191,6 +202,18 @@ pub struct TopArgs {
     /// Print plain byte counts instead of IEC sizes
     #[arg(long)]
     pub bytes: bool,
+    /// Seconds between refreshes of the live view on a terminal (fractions allowed)
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "SECS",
+        default_value = "3",
+        value_parser = parse_interval
+    )]
+    pub interval: f64,
+    /// Print once and exit, as when standard output is not a terminal
+    #[arg(long)]
+    pub once: bool,
     /// One row per site and NUMA node holding something, with a NODE column (N0, N1, ...):
     /// live through the ioctl (ALLOCINFO_BATCH_NODES), else /sys/kernel/debug/allocinfo_nodes;
     /// -i reads a copy of allocinfo_nodes. --min-size applies to each row
