@@ -62,15 +62,29 @@ impl<'a> Screen<'a> {
         Ok(screen)
     }
 
-    /// Draws `lines` from the top left, clearing what is left of the old screen.
-    fn draw(&mut self, lines: &[String]) -> io::Result<()> {
-        queue!(&mut self.out, cursor::MoveTo(0, 0))?;
+    /// Draws `lines` from the top left of a screen `height` rows high, clearing what is left of
+    /// the old screen.
+    fn draw(&mut self, lines: &[String], height: u16) -> io::Result<()> {
         for (y, line) in (0u16..).zip(lines) {
-            queue!(&mut self.out, cursor::MoveTo(0, y))?;
+            // Cleared before, not after: with wrapping off, the cursor stays on the last column
+            // after a line as wide as the screen, and clearing to the end would erase it.
+            queue!(
+                &mut self.out,
+                cursor::MoveTo(0, y),
+                Clear(ClearType::CurrentLine)
+            )?;
             self.out.write_all(line.as_bytes())?;
-            queue!(&mut self.out, Clear(ClearType::UntilNewLine))?;
         }
-        queue!(&mut self.out, Clear(ClearType::FromCursorDown))?;
+        // Below the lines, if the screen has rows left (a move past the bottom would stop on the
+        // last row, and clear it).
+        let below = u16::try_from(lines.len()).unwrap_or(u16::MAX);
+        if below < height {
+            queue!(
+                &mut self.out,
+                cursor::MoveTo(0, below),
+                Clear(ClearType::FromCursorDown)
+            )?;
+        }
         self.out.flush()
     }
 
@@ -152,7 +166,7 @@ fn show(
         if redraw {
             let (width, height) = terminal::size().map_err(terminal_error)?;
             screen
-                .draw(&live.layout(width, height))
+                .draw(&live.layout(width, height), height)
                 .map_err(terminal_error)?;
             redraw = false;
         }
