@@ -82,16 +82,28 @@ pub struct InputArg {
 pub enum Command {
     /// Show the call sites holding the most memory
     ///
-    /// On a terminal (standard output a tty) the list refreshes in place every --interval
-    /// seconds, as slabtop does, filling the screen: a head with the source, the time, the
-    /// totals of the rows shown (bytes, live allocations, sites, growth) and their accuracy
-    /// (format 2.0 marks sites accurate:no), then one row per site with its SIZE, CALLS and
-    /// GROWTH, the change in bytes since the first sample (or since the last r). Keys:
-    /// s sort by size, c by calls, g by growth; / types a filter, a regular expression
-    /// matched against the tag text as --focus is (Enter applies it, an empty one clears it,
-    /// Esc cancels); r restarts the growth from now; space reads the input again now;
-    /// q, Esc or Ctrl-C quit (exit status 0). With -i FILE the file is read again at every
-    /// refresh. Piped, with --once, --json, --by-node or -i - it prints once.
+    /// Piped (standard output not a terminal), or with --once, --json, --by-node or -i -, it
+    /// prints the -n largest sites and a totals line once.
+    ///
+    /// On a terminal it shows the live view: one screen refreshed in place every --interval
+    /// seconds, as slabtop does. -i FILE is read again at every refresh. The head gives the
+    /// input and the time of the last read, the totals of the rows passing the filters (bytes,
+    /// live allocations, sites), their growth, their accuracy (format 2.0 marks a site whose
+    /// counters missed allocations accurate:no; 1.0 does not say), the sort, the filter and a
+    /// status line. Each row gives SIZE, CALLS, GROWTH and the tag text. GROWTH is the change
+    /// in bytes since the first sample, or since r was last pressed.
+    ///
+    /// Keys of the live view:
+    ///   s              sort by size (bytes held)
+    ///   c              sort by calls (live allocations)
+    ///   g              sort by growth
+    ///   /              type a filter: a regular expression matched against the tag text as
+    ///                  --focus is, on top of the command line's filters; Enter applies it
+    ///                  (an empty one clears it), Esc cancels
+    ///   r              restart growth from the sample shown
+    ///   space          read the input now
+    ///   q, Esc, Ctrl-C quit (exit status 0; SIGTERM does the same)
+    #[command(verbatim_doc_comment)]
     Top(TopArgs),
     /// Sum memory by source path prefix or by module
     Tree(TreeArgs),
@@ -202,7 +214,8 @@ pub struct TopArgs {
     /// Print plain byte counts instead of IEC sizes
     #[arg(long)]
     pub bytes: bool,
-    /// Seconds between refreshes of the live view on a terminal (fractions allowed)
+    /// Seconds between refreshes of the live view on a terminal (fractions allowed); -i FILE
+    /// is read again at each
     #[arg(
         short = 'd',
         long,
@@ -515,12 +528,36 @@ mod tests {
     }
 
     #[test]
+    fn live_view_options() {
+        let cli = Cli::try_parse_from(["allocinfo", "top", "-d", "0.5", "--once"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Top(TopArgs {
+                interval: 0.5,
+                once: true,
+                ..
+            })
+        ));
+        let cli = Cli::try_parse_from(["allocinfo", "top"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Top(TopArgs {
+                interval: 3.0,
+                once: false,
+                ..
+            })
+        ));
+    }
+
+    #[test]
     fn bad_values_are_usage_errors() {
         for args in [
             &["allocinfo", "watch", "--interval", "0"][..],
             &["allocinfo", "watch", "--count", "0"],
             &["allocinfo", "top", "--min-size", "lots"],
             &["allocinfo", "top", "--sort", "name"],
+            &["allocinfo", "top", "-d", "0"],
+            &["allocinfo", "top", "--interval", "nan"],
             &["allocinfo", "diff", "a"],
             &["allocinfo"],
         ] {

@@ -12,6 +12,9 @@ BINDGEN_VERSION=0.73.2
 export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm$LLVM_SUFFIX/lib}
 PKGS="clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-dev qemu-system-x86 busybox-static
       flex bison bc libelf-dev libssl-dev cpio make gcc libc6-dev patch python3-ply python3-git"
+# make test's host tests run allocinfo's live top view in a tmux session
+# (tools/allocinfo/tests/live.rs).
+PKGS="$PKGS tmux"
 # make test-real also needs these (SETUP_REAL=1): the Debian image
 # (mmdebstrap), its ext4 disk filled without mounting (mke2fs -d), Debian's
 # xz-compressed modules.
