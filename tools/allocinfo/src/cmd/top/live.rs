@@ -235,14 +235,30 @@ pub struct Live {
     /// Seconds between refreshes.
     pub interval: f64,
     /// The command line's filters (and --min-size).
-    pub filter: Filter,
+    filter: Filter,
     /// The last sample read, and when (`HH:MM:SS UTC`).
-    pub profile: Profile,
-    pub clock: String,
-    pub baseline: Baseline,
+    profile: Profile,
+    clock: String,
+    baseline: Baseline,
+    /// Each row's growth since the baseline, in row order.
+    growth: Vec<i128>,
+    /// The rows passing the filters in rank order, for the sort and filter it was made for:
+    /// ranking a large profile takes a while, and most redraws (a key typed, a resize) keep it.
+    ranked: Option<Ranked>,
     /// Why the last read failed, until one succeeds.
     pub read_error: Option<String>,
     pub view: View,
+}
+
+/// The rows passing the filters, ranked.
+#[derive(Debug)]
+struct Ranked {
+    /// The order and typed filter they were ranked for.
+    order: Order,
+    filter: String,
+    /// Indices into the profile's rows, with the rows' growth.
+    rows: Vec<(usize, i128)>,
+    totals: Totals,
 }
 
 /// Sums over the rows passing the filters.
@@ -259,20 +275,39 @@ struct Totals {
     inaccurate_bytes: i128,
 }
 
-/// Ranks rows with their growth; ties are broken on the rows' text as `top` breaks them
-/// (`sort -g | tail`), so the live view sorted by size starts with the rows `top` prints.
-fn rank(rows: Vec<(&Row, i128)>, order: Order) -> Vec<(&Row, i128)> {
-    let mut keyed: Vec<(String, (&Row, i128))> =
-        rows.into_iter().map(|r| (row_line(r.0), r)).collect();
-    keyed.sort_by(|(la, (a, ga)), (lb, (b, gb))| {
+/// Ranks rows (indices into `rows`, with their growth); ties are broken on the rows' text as
+/// `top` breaks them (`sort -g | tail`), so the live view sorted by size starts with the rows
+/// `top` prints. The text is made only for rows that tie on the order and on bytes.
+fn rank(rows: &[Row], ranked: &mut [(usize, i128)], order: Order) {
+    let by_key = |(a, ga): &(usize, i128), (b, gb): &(usize, i128)| {
+        let (a, b) = (&rows[*a], &rows[*b]);
         let primary = match order {
             Order::Size => b.bytes.cmp(&a.bytes),
             Order::Calls => b.live_calls().cmp(&a.live_calls()),
             Order::Growth => gb.cmp(ga),
         };
-        primary.then(b.bytes.cmp(&a.bytes)).then_with(|| lb.cmp(la))
-    });
-    keyed.into_iter().map(|(_, r)| r).collect()
+        primary.then(b.bytes.cmp(&a.bytes))
+    };
+    ranked.sort_by(by_key);
+    let mut start = 0;
+    while start < ranked.len() {
+        let first = ranked[start];
+        let end = start
+            + ranked[start..]
+                .iter()
+                .take_while(|r| by_key(r, &first).is_eq())
+                .count();
+        if end - start > 1 {
+            let run = &mut ranked[start..end];
+            let mut keyed: Vec<(String, (usize, i128))> =
+                run.iter().map(|r| (row_line(&rows[r.0]), *r)).collect();
+            keyed.sort_by(|(la, _), (lb, _)| lb.cmp(la));
+            for (slot, (_, r)) in run.iter_mut().zip(keyed) {
+                *slot = r;
+            }
+        }
+        start = end;
+    }
 }
 
 /// The column heading, and the width of the columns before SITE.
@@ -293,54 +328,91 @@ impl Live {
             interval: args.interval,
             filter: args.filter.to_filter(args.min_size),
             baseline: Baseline::of(&profile, &clock),
+            growth: vec![0; profile.rows.len()],
             profile,
             clock,
+            ranked: None,
             read_error: None,
             view: View::new(args.sort.into(), args.bytes),
         }
     }
 
-    /// Takes a new sample.
+    /// Takes a new sample, read at `clock`.
     pub fn update(&mut self, profile: Profile, clock: String) {
+        self.growth = self.baseline.growth(&profile);
         self.profile = profile;
         self.clock = clock;
+        self.ranked = None;
         self.read_error = None;
+    }
+
+    /// When the sample shown was read.
+    pub fn clock(&self) -> &str {
+        &self.clock
     }
 
     /// Counts growth from the current sample on.
     pub fn restart_growth(&mut self) {
         self.baseline = Baseline::of(&self.profile, &self.clock);
+        self.growth = vec![0; self.profile.rows.len()];
+        self.ranked = None;
+    }
+
+    /// Ranks the rows passing the filters for the view's order and filter, unless they are
+    /// ranked for them already (the sample and the baseline clear the ranking when they change).
+    fn rank_if_stale(&mut self) {
+        let order = self.view.order;
+        let stale = self
+            .ranked
+            .as_ref()
+            .is_none_or(|r| r.order != order || r.filter != self.view.filter_text());
+        if stale {
+            let rows = &self.profile.rows;
+            let mut ranked: Vec<(usize, i128)> = self
+                .growth
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| self.filter.matches(&rows[*i]) && self.view.matches(&rows[*i]))
+                .map(|(i, g)| (i, *g))
+                .collect();
+            let mut totals = Totals {
+                matched: ranked.len(),
+                ..Totals::default()
+            };
+            for &(i, growth) in &ranked {
+                let row = &rows[i];
+                totals.bytes += i128::from(row.bytes);
+                totals.calls += row.countable_calls();
+                totals.wrapped += usize::from(row.calls_wrapped());
+                totals.growth += growth;
+                if !row.accurate() {
+                    totals.inaccurate += 1;
+                    totals.inaccurate_bytes += i128::from(row.bytes);
+                }
+            }
+            rank(rows, &mut ranked, order);
+            self.ranked = Some(Ranked {
+                order,
+                filter: self.view.filter_text().to_string(),
+                rows: ranked,
+                totals,
+            });
+        }
     }
 
     /// The screen as lines of at most `width` characters, at most `height` of them: the head,
     /// then as many rows as fit.
-    pub fn layout(&self, width: u16, height: u16) -> Vec<String> {
-        let growth = self.baseline.growth(&self.profile);
-        let rows: Vec<(&Row, i128)> = self
-            .profile
-            .rows
-            .iter()
-            .zip(growth)
-            .filter(|(r, _)| self.filter.matches(r) && self.view.matches(r))
-            .collect();
-        let mut t = Totals {
-            matched: rows.len(),
-            ..Totals::default()
+    pub fn layout(&mut self, width: u16, height: u16) -> Vec<String> {
+        let height = usize::from(height);
+        self.rank_if_stale();
+        let Some(ranked) = self.ranked.as_ref() else {
+            return Vec::new();
         };
-        for (row, growth) in &rows {
-            t.bytes += i128::from(row.bytes);
-            t.calls += row.countable_calls();
-            t.wrapped += usize::from(row.calls_wrapped());
-            t.growth += growth;
-            if !row.accurate() {
-                t.inaccurate += 1;
-                t.inaccurate_bytes += i128::from(row.bytes);
-            }
-        }
-        let mut lines = self.head(&t, usize::from(height));
-        let room = usize::from(height).saturating_sub(lines.len());
+        let mut lines = self.head(&ranked.totals, height);
+        let room = height.saturating_sub(lines.len());
         let plain = self.view.plain;
-        for (row, growth) in rank(rows, self.view.order).into_iter().take(room) {
+        for &(i, growth) in ranked.rows.iter().take(room) {
+            let row = &self.profile.rows[i];
             lines.push(format!(
                 "{:>12} {:>10} {:>11}  {}{}",
                 show_size(i128::from(row.bytes), plain),
@@ -357,7 +429,7 @@ impl Live {
         let width = usize::from(width);
         lines
             .into_iter()
-            .take(usize::from(height))
+            .take(height)
             .map(|l| l.chars().take(width).collect())
             .collect()
     }
@@ -484,7 +556,7 @@ mod tests {
 
     #[test]
     fn first_screen_of_the_sample() {
-        let live = Live::new(
+        let mut live = Live::new(
             "t.txt".into(),
             &args(&["--interval", "1"]),
             sample(),
@@ -511,7 +583,7 @@ mod tests {
 
     #[test]
     fn cut_to_the_screen() {
-        let live = Live::new("t.txt".into(), &args(&[]), sample(), "10:00:00 UTC".into());
+        let mut live = Live::new("t.txt".into(), &args(&[]), sample(), "10:00:00 UTC".into());
         assert_eq!(
             live.layout(20, 9),
             [
@@ -547,6 +619,10 @@ mod tests {
             [0, -4096, 0, 1024, 512]
         );
         let mut live = Live::new("f".into(), &args(&[]), before, "10:00:00 UTC".into());
+        assert_eq!(
+            live.layout(100, 30)[7],
+            "     8.0 KiB          2         0 B  b.c:2 func:g"
+        );
         live.update(after, "10:00:03 UTC".into());
         assert_eq!(press(&mut live.view, "g"), [Action::Redraw]);
         assert_eq!(
@@ -586,6 +662,22 @@ mod tests {
             live.layout(100, 30)[2],
             "Growth: 0 B since 10:00:03 UTC (r restarts it)"
         );
+    }
+
+    #[test]
+    fn ties_broken_as_top_breaks_them() {
+        let p = parse(include_str!("../../../tests/fixtures/vm-6.12.118-rust.txt")).unwrap();
+        for (key, order) in [(SortKey::Size, Order::Size), (SortKey::Calls, Order::Calls)] {
+            let mut ranked: Vec<(usize, i128)> = (0..p.rows.len()).map(|i| (i, 0)).collect();
+            rank(&p.rows, &mut ranked, order);
+            let live: Vec<&Row> = ranked.iter().map(|&(i, _)| &p.rows[i]).collect();
+            let top = crate::cmd::top::rank(p.rows.iter(), key);
+            assert!(
+                live.iter().zip(&top).all(|(a, b)| std::ptr::eq(*a, *b)),
+                "{order:?}"
+            );
+            assert_eq!(live.len(), top.len());
+        }
     }
 
     #[test]
@@ -660,7 +752,7 @@ mod tests {
     fn wrapped_calls_and_control_characters() {
         let p = v2("        4096 18446744073709551615 a.c:1 func:f \n\
                     \x20         64        1 b\x07.c:1 func:g accurate:no \n");
-        let live = Live::new("a\x1b[2J".into(), &args(&[]), p, "10:00:00 UTC".into());
+        let mut live = Live::new("a\x1b[2J".into(), &args(&[]), p, "10:00:00 UTC".into());
         assert_eq!(
             live.layout(100, 9),
             [

@@ -181,7 +181,7 @@ fn show(
                     live.read_error = Some(format!(
                         "{}: {e} (showing the sample of {})",
                         clock(),
-                        live.clock
+                        live.clock()
                     ))
                 }
             }
