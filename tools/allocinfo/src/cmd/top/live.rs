@@ -16,7 +16,7 @@ use regex::Regex;
 use crate::cli::{Cli, SortKey, TopArgs};
 use crate::cmd::{count, show_delta, show_size};
 use crate::filter::Filter;
-use crate::profile::{Profile, Row};
+use crate::profile::{Profile, Row, Site};
 use crate::render::row_line;
 
 pub use terminal::run;
@@ -58,35 +58,39 @@ impl From<SortKey> for Order {
     }
 }
 
-/// The bytes each row held when growth started counting (the first sample, or the last `r`).
+/// The rows as they were when growth started counting (the first sample, or the last `r`).
 ///
-/// A row is known by its site's tag text and its occurrence among the rows of that text (a
-/// macro used twice on one line gives two rows of one text), so that the `accurate:no` field
-/// coming or going does not make a site new.
-#[derive(Clone, Debug, Default)]
+/// A row is known by its site (file, line, module, function) and its occurrence among the rows
+/// of that site (a macro used twice on one line gives two rows of one site), so that the
+/// `accurate:no` field coming or going does not make a site new.
+#[derive(Clone, Debug)]
 pub struct Baseline {
-    bytes: HashMap<(String, usize), i64>,
+    /// Each row's site and bytes, in row order.
+    rows: Vec<(Site, i64)>,
     /// When it was read, as the head shows it.
     taken: String,
 }
 
-/// The identity of each row of `profile`, in row order.
-fn row_keys(profile: &Profile) -> impl Iterator<Item = (String, usize)> + '_ {
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    profile.rows.iter().map(move |row| {
-        let text = row.site.tag_text();
-        let n = seen.entry(text.clone()).or_insert(0);
-        *n += 1;
-        (text, *n)
-    })
+/// Numbers each row by its occurrence among the rows of its site (1 for the first).
+fn occurrences<'a>(sites: impl Iterator<Item = &'a Site>) -> Vec<(&'a Site, usize)> {
+    let mut seen: HashMap<&Site, usize> = HashMap::new();
+    sites
+        .map(|site| {
+            let n = seen.entry(site).or_insert(0);
+            *n += 1;
+            (site, *n)
+        })
+        .collect()
 }
 
 impl Baseline {
     /// The baseline of `profile`, read at `taken`.
     pub fn of(profile: &Profile, taken: &str) -> Self {
         Baseline {
-            bytes: row_keys(profile)
-                .zip(profile.rows.iter().map(|r| r.bytes))
+            rows: profile
+                .rows
+                .iter()
+                .map(|r| (r.site.clone(), r.bytes))
                 .collect(),
             taken: taken.to_string(),
         }
@@ -95,11 +99,31 @@ impl Baseline {
     /// Each row's growth in bytes, in row order: its bytes less those of the baseline, or all
     /// its bytes for a row the baseline does not have.
     pub fn growth(&self, profile: &Profile) -> Vec<i128> {
-        row_keys(profile)
-            .zip(&profile.rows)
+        let rows = &profile.rows;
+        // The kernel lists its tags in one order from read to read: then rows pair up by place.
+        let same_sites = rows.len() == self.rows.len()
+            && rows
+                .iter()
+                .zip(&self.rows)
+                .all(|(r, (site, _))| r.site == *site);
+        if same_sites {
+            return rows
+                .iter()
+                .zip(&self.rows)
+                .map(|(r, (_, before))| i128::from(r.bytes) - i128::from(*before))
+                .collect();
+        }
+        let before: HashMap<(&Site, usize), i64> =
+            occurrences(self.rows.iter().map(|(site, _)| site))
+                .into_iter()
+                .zip(self.rows.iter().map(|(_, bytes)| *bytes))
+                .collect();
+        occurrences(rows.iter().map(|r| &r.site))
+            .into_iter()
+            .zip(rows)
             .map(|(key, row)| {
-                let before = self.bytes.get(&key).copied().unwrap_or(0);
-                i128::from(row.bytes) - i128::from(before)
+                let was = before.get(&key).copied().unwrap_or(0);
+                i128::from(row.bytes) - i128::from(was)
             })
             .collect()
     }
@@ -618,6 +642,17 @@ mod tests {
             Baseline::of(&before, "t").growth(&after),
             [0, -4096, 0, 1024, 512]
         );
+        // The same sites in the same order (paired by place), and in another order (by site).
+        let same = v2("        4096        1 a.c:1 func:f \n\
+                       \x20      12288        3 b.c:2 func:g \n\
+                       \x20         64        1 d.c:4 func:k accurate:no \n\
+                       \x20          0        0 d.c:4 func:k \n");
+        assert_eq!(Baseline::of(&before, "t").growth(&same), [0, 4096, 0, -64]);
+        let moved = v2("          64        1 d.c:4 func:k \n\
+                        \x20          0        0 d.c:4 func:k \n\
+                        \x20      12288        3 b.c:2 func:g \n\
+                        \x20       4096        1 a.c:1 func:f \n");
+        assert_eq!(Baseline::of(&before, "t").growth(&moved), [0, -64, 4096, 0]);
         let mut live = Live::new("f".into(), &args(&[]), before, "10:00:00 UTC".into());
         assert_eq!(
             live.layout(100, 30)[7],
