@@ -81,6 +81,29 @@ pub struct InputArg {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show the call sites holding the most memory
+    ///
+    /// Piped (standard output not a terminal), or with --once, --json, --by-node or -i -, it
+    /// prints the -n largest sites and a totals line once.
+    ///
+    /// On a terminal it shows the live view: one screen refreshed in place every --interval
+    /// seconds, as slabtop does. -i FILE is read again at every refresh. The head gives the
+    /// input and the time of the last read, the totals of the rows passing the filters (bytes,
+    /// live allocations, sites), their growth, their accuracy (format 2.0 marks a site whose
+    /// counters missed allocations accurate:no; 1.0 does not say), the sort, the filter and a
+    /// status line. Each row gives SIZE, CALLS, GROWTH and the tag text. GROWTH is the change
+    /// in bytes since the first sample, or since r was last pressed.
+    ///
+    /// Keys of the live view:
+    ///   s              sort by size (bytes held)
+    ///   c              sort by calls (live allocations)
+    ///   g              sort by growth
+    ///   /              type a filter: a regular expression matched against the tag text as
+    ///                  --focus is, on top of the command line's filters; Enter applies it
+    ///                  (an empty one clears it), Esc cancels
+    ///   r              restart growth from the sample shown
+    ///   space          read the input now
+    ///   q, Esc, Ctrl-C quit (exit status 0; SIGTERM does the same)
+    #[command(verbatim_doc_comment)]
     Top(TopArgs),
     /// Sum memory by source path prefix or by module
     Tree(TreeArgs),
@@ -199,6 +222,19 @@ pub struct TopArgs {
     /// Print plain byte counts instead of IEC sizes
     #[arg(long)]
     pub bytes: bool,
+    /// Seconds between refreshes of the live view on a terminal (fractions allowed); -i FILE
+    /// is read again at each
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "SECS",
+        default_value = "3",
+        value_parser = parse_interval
+    )]
+    pub interval: f64,
+    /// Print once and exit, as when standard output is not a terminal
+    #[arg(long)]
+    pub once: bool,
     /// One row per site and NUMA node holding something, with a NODE column (N0, N1, ...):
     /// live through the ioctl (ALLOCINFO_BATCH_NODES), else /sys/kernel/debug/allocinfo_nodes;
     /// -i reads a copy of allocinfo_nodes. --min-size applies to each row
@@ -521,12 +557,36 @@ mod tests {
     }
 
     #[test]
+    fn live_view_options() {
+        let cli = Cli::try_parse_from(["allocinfo", "top", "-d", "0.5", "--once"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Top(TopArgs {
+                interval: 0.5,
+                once: true,
+                ..
+            })
+        ));
+        let cli = Cli::try_parse_from(["allocinfo", "top"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Top(TopArgs {
+                interval: 3.0,
+                once: false,
+                ..
+            })
+        ));
+    }
+
+    #[test]
     fn bad_values_are_usage_errors() {
         for args in [
             &["allocinfo", "watch", "--interval", "0"][..],
             &["allocinfo", "watch", "--count", "0"],
             &["allocinfo", "top", "--min-size", "lots"],
             &["allocinfo", "top", "--sort", "name"],
+            &["allocinfo", "top", "-d", "0"],
+            &["allocinfo", "top", "--interval", "nan"],
             &["allocinfo", "diff", "a"],
             &["allocinfo"],
         ] {

@@ -41,6 +41,11 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
             let profile = source.read_nodes()?;
             cmd::top::run_nodes(&profile, &source.described(), args, cli.json, out)
         }
+        Command::Top(args) if cmd::top::live::wanted(cli, args) => {
+            let source = live(&args.filter.module, args.min_size)?;
+            let mut sampler = source.sampler();
+            cmd::top::live::run(&mut || sampler.read(), &|| source.described(), args, out)
+        }
         Command::Top(args) => {
             let source = live(&args.filter.module, args.min_size)?;
             let profile = source.read()?;

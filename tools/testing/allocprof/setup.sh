@@ -20,6 +20,9 @@ PKGS="$PKGS golang-go prometheus prometheus-node-exporter"
 # The tool's host tests render its man pages (groff, man) and load its
 # completions in each shell (zsh, fish; bash is there).
 PKGS="$PKGS groff-base man-db zsh fish"
+# make test's host tests run allocinfo's live top view in a tmux session
+# (tools/allocinfo/tests/live.rs).
+PKGS="$PKGS tmux"
 # make test-real also needs these (SETUP_REAL=1): the Debian image
 # (mmdebstrap), its ext4 disk filled without mounting (mke2fs -d), Debian's
 # xz-compressed modules.

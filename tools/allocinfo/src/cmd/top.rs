@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //! `allocinfo top`: the call sites holding the most memory (or live allocations).
 
+pub mod live;
+
 use std::io::Write;
 
 use serde::Serialize;
