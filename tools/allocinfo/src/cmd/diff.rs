@@ -821,4 +821,112 @@ mod tests {
         assert_eq!(v["sites"][0]["file"], "mm/slub.c");
         assert_eq!(v["sites"][0]["change"], "grew");
     }
+
+    #[test]
+    fn interned_names_give_the_sites_back() {
+        // Names shared between files, modules and functions; a site twice in one file; a site
+        // first seen last but first by name; fields that are not part of the site.
+        let a = parse(
+            "allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n\
+             \x20        100        1 x:1 func:x \n\
+             \x20        200        2 x:2 [x] func:x \n\
+             \x20         50        1 x:1 func:x \n\
+             \x20        300        3 m.c:1 [x] func:m.c \n\
+             \x20         10        1 y.c:5 func:f accurate:no \n\
+             \x20          7        1 a.c:9 func:z \n",
+        )
+        .unwrap();
+        let b = parse(
+            "allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n\
+             \x20          7        1 a.c:9 func:z \n\
+             \x20         64        1 m.c:1 func:m.c \n\
+             \x20        120        1 x:1 func:x \n\
+             \x20        200        2 x:2 [x] func:x \n\
+             \x20          0        0 m.c:1 [x] func:m.c \n\
+             \x20         10        1 y.c:5 func:f \n",
+        )
+        .unwrap();
+        let text = capture(|out| {
+            run(
+                (&a, "a"),
+                (&b, "b"),
+                &args(&["--all", "--bytes"]),
+                false,
+                out,
+            )
+        });
+        assert_eq!(
+            text,
+            "before: a\n\
+             after:  b\n\
+             \x20      DELTA       BEFORE        AFTER DELTA_CALLS  SITE\n\
+             \x20       -300          300            0          -3  m.c:1 [x] func:m.c\n\
+             \x20        +64            0           64          +1  m.c:1 func:m.c (new)\n\
+             \x20        -30          150          120          -1  x:1 func:x\n\
+             \x20          0            7            7           0  a.c:9 func:z\n\
+             \x20          0          200          200           0  x:2 [x] func:x\n\
+             \x20          0           10           10           0  y.c:5 func:f\n\
+             total: 667 -> 401 (-266), calls 9 -> 6 (-3); 0 grew, 2 shrank, 1 new, 0 gone, 3 same\n"
+        );
+        // -n keeps the best sites while comparing: the same first lines.
+        let r = diff(&a, "a", &b, "b", &args(&["--all", "-n", "4"])).unwrap();
+        let sites: Vec<String> = r.sites.iter().map(|d| d.site.tag_text()).collect();
+        assert_eq!(
+            sites,
+            [
+                "m.c:1 [x] func:m.c",
+                "m.c:1 func:m.c",
+                "x:1 func:x",
+                "a.c:9 func:z"
+            ]
+        );
+    }
+
+    #[test]
+    fn listed_while_comparing_as_after_a_full_sort() {
+        let side = |salt: u64| {
+            let mut text =
+                String::from("allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n");
+            for i in 0..3000u64 {
+                let module = if i % 5 == 0 { " [m]" } else { "" };
+                text.push_str(&format!(
+                    "{:12} {:8} d/f{}.c:{}{module} func:g{} \n",
+                    64 * ((i * salt) % 7),
+                    (i * salt) % 3,
+                    i % 29,
+                    i % 31,
+                    i % 13
+                ));
+            }
+            parse(&text).unwrap()
+        };
+        let (a, b) = (side(3), side(5));
+        for sort in ["abs", "size", "calls"] {
+            let all = diff(
+                &a,
+                "a",
+                &b,
+                "b",
+                &args(&["-n", "0", "--all", "--sort", sort]),
+            )
+            .unwrap();
+            for n in ["1", "20", "700", "1100"] {
+                let r = diff(&a, "a", &b, "b", &args(&["-n", n, "--all", "--sort", sort])).unwrap();
+                let got: Vec<_> = r
+                    .sites
+                    .iter()
+                    .map(|d| (d.site.tag_text(), d.delta_bytes))
+                    .collect();
+                let want: Vec<_> = all
+                    .sites
+                    .iter()
+                    .take(got.len())
+                    .map(|d| (d.site.tag_text(), d.delta_bytes))
+                    .collect();
+                assert_eq!(got.len().to_string(), n);
+                assert_eq!(got, want, "--sort {sort} -n {n}");
+                assert_eq!(r.totals, all.totals);
+            }
+        }
+    }
 }

@@ -522,4 +522,40 @@ mod tests {
         let files: Vec<_> = ranked.iter().map(|r| r.site.tag_text()).collect();
         assert_eq!(files, ["a.c:2 func:f", "b.c:1 func:f", "a.c:1 func:f"]);
     }
+
+    /// 5000 rows with few distinct sizes and counts, so that most ties go to the row's text.
+    fn many_ties() -> Profile {
+        let mut text = String::from("allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n");
+        for i in 0..5000u64 {
+            let module = if i % 4 == 0 { " [m]" } else { "" };
+            let fields = if i % 9 == 0 { " accurate:no" } else { "" };
+            text.push_str(&format!(
+                "{:12} {:8} d/f{}.c:{}{module} func:g{}{fields} \n",
+                64 * (i * 7919 % 13),
+                i * 104729 % 5,
+                i % 17,
+                i % 23,
+                i % 11
+            ));
+        }
+        crate::parse::parse(&text).unwrap()
+    }
+
+    #[test]
+    fn streamed_selection_ranks_as_the_full_sort() {
+        let p = many_ties();
+        for key in [SortKey::Size, SortKey::Calls] {
+            let all: Vec<&Row> = rank(p.rows.iter(), key);
+            for keep in [0, 1, 7, 600, 1500] {
+                let mut best = Best::new(keep, key);
+                for r in &p.rows {
+                    r.view(|v| best.offer(v));
+                }
+                let got = best.into_ranked();
+                let n = if keep == 0 { all.len() } else { keep };
+                let want: Vec<Row> = all.iter().take(n).map(|r| (*r).clone()).collect();
+                assert_eq!(got, want, "{key:?} -n {keep}");
+            }
+        }
+    }
 }

@@ -9,7 +9,8 @@
 # of twice the rows (over 64 MiB). A benchmark, not a test: nothing is asserted, a command that
 # fails is reported with its exit code and first error line.
 #
-#   ROWS=1000000 SEED=1 REPEAT=3 ALLOCINFO=path/to/binary (skips the build) OUT=dir
+#   ROWS=1000000 SEED=1 REPEAT=3 OUT=dir ALLOCINFO=path/to/binary (skips the build; COMMIT=text
+#   says what it was built from)
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,45 +48,47 @@ make_input before.txt --rows "$ROWS"
 make_input after.txt --rows "$ROWS" --after
 make_input double.txt --rows $((ROWS * 2))
 
-# One command, REPEAT runs: "wall_s rss_mib exit" of the median wall time and the largest RSS.
+median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+# One command, REPEAT runs: "wall_s cpu_s rss_mib exit": the median wall time, the median CPU
+# time (user + system: on a shared machine the wall time includes waiting for a CPU), the
+# largest maximum RSS.
 measure() {
-	local walls=() rss=0 code=0 i log=$OUT/time.log
+	local walls=() cpus=() rss=0 code=0 i r log=$OUT/time.log
 	for ((i = 0; i < REPEAT; i++)); do
 		/usr/bin/time -v "$ALLOCINFO" "$@" > /dev/null 2> "$log"
 		code=$(sed -n 's/^\s*Exit status: //p' "$log")
 		[ "$code" = 0 ] || { grep -v '^\s' "$log" | head -n 1 > "$OUT/error.txt"; break; }
 		walls+=("$(sed -n 's/^\s*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$log" |
 			awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')")
-		local r
+		cpus+=("$(awk -F': ' '/^[ \t]*(User|System) time \(seconds\)/ { s += $2 } END { print s }' "$log")")
 		r=$(sed -n 's/^\s*Maximum resident set size (kbytes): //p' "$log")
 		((r > rss)) && rss=$r
 	done
 	if [ "$code" != 0 ]; then
-		echo "- - $code"
+		echo "- - - $code"
 		return
 	fi
-	local median
-	median=$(printf '%s\n' "${walls[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
-	echo "$median $(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }') 0"
+	echo "$(printf '%s\n' "${walls[@]}" | median) $(printf '%s\n' "${cpus[@]}" | median)" \
+		"$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }') 0"
 }
 
 size_mb() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.1f", b / 1e6 }'; }
 rows_of() { echo $(($(wc -l < "$1") - 2)); }
 
 b=$OUT/before.txt a=$OUT/after.txt d=$OUT/double.txt
-echo "allocinfo $("$ALLOCINFO" --version 2>/dev/null | awk '{ print $2 }'), commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)"
-echo "inputs: before.txt $(rows_of "$b") rows $(size_mb "$b") MB, after.txt $(rows_of "$a") rows $(size_mb "$a") MB, double.txt $(rows_of "$d") rows $(size_mb "$d") MB (seed $SEED); median of $REPEAT runs"
+echo "allocinfo $("$ALLOCINFO" --version 2>/dev/null | awk '{ print $2 }'), ${COMMIT:-commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null)}, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)"
+echo "inputs: before.txt $(rows_of "$b") rows $(size_mb "$b") MB, after.txt $(rows_of "$a") rows $(size_mb "$a") MB, double.txt $(rows_of "$d") rows $(size_mb "$d") MB (seed $SEED); median of $REPEAT runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| command | wall s | max RSS MiB | exit |"
-echo "|---|---|---|---|"
+echo "| command | wall s | CPU s | max RSS MiB | exit |"
+echo "|---|---|---|---|---|"
 run() { # label, arguments...
-	local label=$1 m
+	local label=$1 m wall cpu rss code note=""
 	shift
 	m=$(measure "$@")
-	read -r wall rss code <<< "$m"
-	local note=""
-	[ "$code" != 0 ] && note=" ($(cut -c1-80 "$OUT/error.txt"))"
-	echo "| \`$label\` | $wall | $rss | $code$note |"
+	read -r wall cpu rss code <<< "$m"
+	[ "$code" != 0 ] && note=" ($(cut -c1-100 "$OUT/error.txt"))"
+	echo "| \`$label\` | $wall | $cpu | $rss | $code$note |"
 }
 run "top -i before.txt" top -i "$b"
 run "diff before.txt after.txt" diff "$b" "$a"
