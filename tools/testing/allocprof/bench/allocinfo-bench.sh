@@ -5,9 +5,9 @@
 # Builds tools/allocinfo with cargo --release, writes ROWS-row /proc/allocinfo files with
 # allocinfo-gen.py (a machine and the same machine later), then runs top, diff and export
 # (pprof, openmetrics, csv) under /usr/bin/time -v, REPEAT times each, and prints a Markdown
-# table: the median wall time and the largest maximum RSS of the runs. A last row reads a file
-# of twice the rows (over 64 MiB). A benchmark, not a test: nothing is asserted, a command that
-# fails is reported with its exit code and first error line.
+# table: the median wall and CPU (user + system) times and the largest maximum RSS of the runs.
+# A last row reads a file of twice the rows (over 64 MiB). A benchmark, not a test: nothing is
+# asserted, a command that fails is reported with its exit code and first error line.
 #
 #   ROWS=1000000 SEED=1 REPEAT=3 OUT=dir ALLOCINFO=path/to/binary (skips the build; COMMIT=text
 #   says what it was built from)
