@@ -24,9 +24,11 @@ pub struct NameId(u32);
 pub struct Names {
     ids: HashMap<Box<str>, NameId>,
     names: Vec<Box<str>>,
-    /// The last name asked for in each slot (file, module, function): rows of one file and
-    /// function follow each other, so most rows need no hash lookup.
+    /// The last name asked for in each slot (file, module, function), and a copy of its text
+    /// at hand: rows of one file and function follow each other, so most rows need no hash
+    /// lookup.
     last: [NameId; 3],
+    last_text: [String; 3],
 }
 
 impl Default for Names {
@@ -46,6 +48,17 @@ pub struct SiteKey {
     pub function: NameId,
 }
 
+impl SiteKey {
+    /// The key as one number, in the key's own order: sorting by it is sorting by the key, with
+    /// one comparison instead of four.
+    pub fn packed(&self) -> u128 {
+        (u128::from(self.file.0) << 96)
+            | (u128::from(self.line) << 64)
+            | (u128::from(self.module.0) << 32)
+            | u128::from(self.function.0)
+    }
+}
+
 impl Names {
     pub fn new() -> Self {
         let empty: Box<str> = "".into();
@@ -54,15 +67,15 @@ impl Names {
             ids: HashMap::from([(empty.clone(), NameId(0))]),
             names: vec![empty],
             last: [NameId(0); 3],
+            last_text: Default::default(),
         }
     }
 
     /// The number of `name` in `slot` (0 file, 1 module, 2 function), adding the name if new;
     /// None once 2^32 names are kept.
     fn intern(&mut self, slot: usize, name: &str) -> Option<NameId> {
-        let last = self.last[slot];
-        if *self.names[last.0 as usize] == *name {
-            return Some(last);
+        if self.last_text[slot] == name {
+            return Some(self.last[slot]);
         }
         let id = match self.ids.get(name) {
             Some(&id) => id,
@@ -76,6 +89,8 @@ impl Names {
             }
         };
         self.last[slot] = id;
+        self.last_text[slot].clear();
+        self.last_text[slot].push_str(name);
         Some(id)
     }
 
@@ -169,6 +184,11 @@ mod tests {
         for (t, k) in tags.iter().zip(&keys) {
             assert_eq!(names.site(k), t.site());
         }
+        let mut by_number = keys.clone();
+        by_number.sort();
+        let mut packed = keys.clone();
+        packed.sort_by_key(SiteKey::packed);
+        assert_eq!(packed, by_number);
         let mut sorted = keys.clone();
         sorted.sort_by(|a, b| names.cmp_sites(a, b));
         let want: Vec<Site> = {

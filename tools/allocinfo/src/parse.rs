@@ -395,8 +395,10 @@ fn parse_snapshot_meta(n: usize, rest: &str) -> Result<SnapshotMeta, ParseError>
 /// Splits off a right-aligned numeric field of at least `width` columns followed by one space.
 fn split_field<'a>(s: &'a str, width: usize, what: &str) -> Result<(&'a str, &'a str), String> {
     let pad = s.len() - s.trim_start_matches(' ').len();
-    let digits_end = s[pad..]
-        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+    // Bytes, not chars: the first byte of a multi-byte char is not ASCII either.
+    let digits_end = s.as_bytes()[pad..]
+        .iter()
+        .position(|&b| !(b.is_ascii_digit() || b == b'-'))
         .map_or(s.len(), |i| pad + i);
     let token = &s[pad..digits_end];
     if token.is_empty() {

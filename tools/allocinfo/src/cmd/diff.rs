@@ -192,7 +192,7 @@ fn sum_site(rows: &[SideRow], at: &mut usize, key: &SiteKey) -> Option<SiteTotal
 /// Walks the sites of both sides in key order, handing each site's comparison to `each`.
 fn compare(sides: &mut Sides, mut each: impl FnMut(&Compared)) {
     for rows in &mut sides.rows {
-        rows.sort_unstable_by_key(|r| r.key);
+        rows.sort_unstable_by_key(|r| r.key.packed());
     }
     let [before, after] = &sides.rows;
     let (mut i, mut j) = (0, 0);
