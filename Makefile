@@ -19,6 +19,8 @@
 #                   ours and on upstream
 #   make refresh    edits of upstream files in the tree (CACHE_DIR/rust/src)
 #                   into the base's diffs (Documentation/allocprof/development.md)
+#   make bench-tool the allocinfo tool on 1M-row inputs: time and memory of
+#                   top, diff and export (no kernel is built)
 #   make series     the series for the base, generated from the repo
 #                   (tools/testing/allocprof/linux-6.12/series), checked, and
 #                   every prefix built
@@ -107,7 +109,7 @@ comma    := ,
 export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SUFFIX
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
-	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench test-debug \
+	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench bench-tool test-debug \
 	test-configs where fuzz test-real test-upstream-suites refresh deb tool-deb test-install
 
 all: run
@@ -265,6 +267,12 @@ rustfmtcheck: tree
 bench: setup pristine
 	@SETUP_BENCH=1 $(PHASE) setup $(H)/setup.sh
 	@$(PHASE) bench $(REPO)/tools/testing/allocprof/bench/run.sh
+
+# The allocinfo tool on large generated inputs (bench/allocinfo-bench.sh): a table of wall time,
+# CPU time and peak memory for bench/RESULTS.md. ROWS, SEED and REPEAT pass through.
+bench-tool:
+	@SETUP_BENCH_TOOL=1 $(PHASE) setup $(H)/setup.sh
+	@$(PHASE) bench-tool $(H)/bench/allocinfo-bench.sh
 
 # The patch stack as a numbered series with a cover letter, checked (git am
 # on pristine 6.12.118, the tested tree, checkpatch --strict, Fixes: tags),

@@ -4,7 +4,7 @@
 
 use regex::Regex;
 
-use crate::profile::{Row, Site};
+use crate::profile::{Row, RowRef, Site, TagRef};
 
 /// Which rows a command looks at; an empty filter selects every row.
 #[derive(Clone, Debug, Default)]
@@ -26,24 +26,50 @@ pub struct Filter {
 impl Filter {
     /// Whether `site` passes the module, file and function tests (size is not looked at).
     pub fn matches_site(&self, site: &Site) -> bool {
-        self.module
-            .as_deref()
-            .is_none_or(|m| site.module_or_vmlinux() == m)
-            && self.file.as_deref().is_none_or(|f| site.file.contains(f))
+        self.matches_names(site.module_or_vmlinux(), &site.file, &site.function, || {
+            site.tag_text()
+        })
+    }
+
+    /// As [`Filter::matches_site`], on a tag as parsed.
+    pub fn matches_tag(&self, tag: &TagRef<'_>) -> bool {
+        self.matches_names(tag.module_or_vmlinux(), tag.file, tag.function, || {
+            let mut text = String::new();
+            tag.push_site_text(&mut text);
+            text
+        })
+    }
+
+    /// The tests of [`Filter::matches_site`] on a site's names; `text` gives its tag text, only
+    /// asked for when there are patterns.
+    fn matches_names(
+        &self,
+        module: &str,
+        file: &str,
+        function: &str,
+        text: impl FnOnce() -> String,
+    ) -> bool {
+        self.module.as_deref().is_none_or(|m| module == m)
+            && self.file.as_deref().is_none_or(|f| file.contains(f))
             && self
                 .function
                 .as_deref()
-                .is_none_or(|f| site.function.contains(f))
-            && self.matches_patterns(site)
+                .is_none_or(|f| function.contains(f))
+            && self.matches_patterns(text)
     }
 
-    fn matches_patterns(&self, site: &Site) -> bool {
+    fn matches_patterns(&self, text: impl FnOnce() -> String) -> bool {
         if self.focus.is_empty() && self.exclude.is_empty() {
             return true;
         }
-        let text = site.tag_text();
+        let text = text();
         (self.focus.is_empty() || self.focus.iter().any(|r| r.is_match(&text)))
             && !self.exclude.iter().any(|r| r.is_match(&text))
+    }
+
+    /// As [`Filter::matches`], on a row as parsed.
+    pub fn matches_ref(&self, row: &RowRef<'_>) -> bool {
+        self.matches_tag(&row.tag) && self.min_size.is_none_or(|min| row.bytes >= min)
     }
 
     /// Whether `row` passes every test, including the minimum size.

@@ -8,6 +8,7 @@ pub mod error;
 pub mod filter;
 pub mod format;
 pub mod ioctl;
+pub mod names;
 pub mod nodes;
 pub mod parse;
 pub mod profile;
@@ -48,8 +49,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
         }
         Command::Top(args) => {
             let source = live(&args.filter.module, args.min_size)?;
-            let profile = source.read()?;
-            cmd::top::run(&profile, &source.described(), args, cli.json, out)
+            cmd::top::run_source(&source, args, cli.json, out)
         }
         Command::Tree(args) if args.by_node => {
             let source = live(&args.filter.module, None)?;
@@ -84,14 +84,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
             let b = Source::new(Some(&args.after))
                 .lenient(cli.lenient)
                 .mode(cli.source_mode)?;
-            let (pa, pb) = (a.read()?, b.read()?);
-            cmd::diff::run(
-                (&pa, &a.display()),
-                (&pb, &b.display()),
-                args,
-                cli.json,
-                out,
-            )
+            cmd::diff::run_sources((&a, &a.display()), (&b, &b.display()), args, cli.json, out)
         }
         Command::Watch(args) => {
             if source.is_stdin() {

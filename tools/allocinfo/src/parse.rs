@@ -8,7 +8,7 @@
 use std::fmt;
 
 use crate::nodes::{NodeProfile, NodeRow};
-use crate::profile::{Profile, Row, Site, SnapshotMeta, Version};
+use crate::profile::{Profile, Row, RowRef, SnapshotMeta, TagRef, Version};
 
 /// The first line of a snapshot file, before the allocinfo header.
 pub const SNAPSHOT_PREFIX: &str = "# snapshot ";
@@ -181,6 +181,40 @@ impl LineParser {
 
     /// Takes one line without its `\n`.
     pub fn feed(&mut self, line: &str) -> Result<(), ParseError> {
+        // Taken out for the time of the call, so that the parser can be borrowed beside it.
+        let mut rows = std::mem::take(&mut self.rows);
+        let fed = self.feed_with(line, &mut |row| rows.push(row.to_row()));
+        self.rows = rows;
+        fed
+    }
+
+    /// As [`LineParser::feed_bytes`], handing a row of /proc/allocinfo text to `row` instead of
+    /// keeping it ([`LineParser::finish`] then has only the rows of allocinfo_nodes text).
+    pub fn feed_bytes_with(
+        &mut self,
+        line: &[u8],
+        row: &mut dyn FnMut(RowRef<'_>),
+    ) -> Result<(), ParseError> {
+        let n = self.lines + 1;
+        if line.len() > MAX_LINE {
+            return err(
+                n,
+                format!("longer than {MAX_LINE} bytes, not an allocinfo row"),
+            );
+        }
+        match std::str::from_utf8(line) {
+            Ok(text) => self.feed_with(text, row),
+            Err(_) => err(n, "invalid UTF-8"),
+        }
+    }
+
+    /// As [`LineParser::feed`], handing a row of /proc/allocinfo text to `row` instead of
+    /// keeping it.
+    pub fn feed_with(
+        &mut self,
+        line: &str,
+        row: &mut dyn FnMut(RowRef<'_>),
+    ) -> Result<(), ParseError> {
         self.lines += 1;
         let n = self.lines;
         let line = if self.lenient {
@@ -233,7 +267,7 @@ impl LineParser {
                     Some(nodes) => self
                         .node_rows
                         .push(parse_node_row(line, nodes).map_err(at)?),
-                    None => self.rows.push(parse_row(line, version).map_err(at)?),
+                    None => row(parse_row(line, version).map_err(at)?),
                 }
             }
         }
@@ -361,8 +395,10 @@ fn parse_snapshot_meta(n: usize, rest: &str) -> Result<SnapshotMeta, ParseError>
 /// Splits off a right-aligned numeric field of at least `width` columns followed by one space.
 fn split_field<'a>(s: &'a str, width: usize, what: &str) -> Result<(&'a str, &'a str), String> {
     let pad = s.len() - s.trim_start_matches(' ').len();
-    let digits_end = s[pad..]
-        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+    // Bytes, not chars: the first byte of a multi-byte char is not ASCII either.
+    let digits_end = s.as_bytes()[pad..]
+        .iter()
+        .position(|&b| !(b.is_ascii_digit() || b == b'-'))
         .map_or(s.len(), |i| pad + i);
     let token = &s[pad..digits_end];
     if token.is_empty() {
@@ -428,18 +464,13 @@ where
     Ok((calls, rest))
 }
 
-fn parse_row(line: &str, version: Version) -> Result<Row, String> {
+fn parse_row(line: &str, version: Version) -> Result<RowRef<'_>, String> {
     let (bytes, rest) = parse_size_field(line)?;
 
     let (calls, rest) = parse_calls_field::<u64>(rest, false)?;
 
-    let (site, fields) = parse_tag_info(line, rest, version)?;
-    Ok(Row {
-        bytes,
-        calls,
-        site,
-        fields,
-    })
+    let tag = parse_tag_info(line, rest, version)?;
+    Ok(RowRef { bytes, calls, tag })
 }
 
 /// A row of allocinfo_nodes: `%12lli %8lli N<node> <tag info> `, the tag info as in
@@ -470,7 +501,7 @@ fn parse_node_row(line: &str, nodes: u32) -> Result<NodeRow, String> {
     if rest.is_empty() {
         return Err(format!("missing tag info after {}", quote(node_tok)));
     }
-    let (site, fields) = parse_tag_info(line, rest, Version::V2_0)?;
+    let tag = parse_tag_info(line, rest, Version::V2_0)?;
     if bytes == 0 && calls == 0 {
         return Err(
             "row holds nothing (0 bytes, 0 calls): the kernel prints only the nodes \
@@ -478,25 +509,44 @@ fn parse_node_row(line: &str, nodes: u32) -> Result<NodeRow, String> {
                 .to_string(),
         );
     }
+    let row = RowRef {
+        bytes,
+        // Signed, kept as /proc/allocinfo's rows keep theirs: two's complement in a u64.
+        calls: u64::from_ne_bytes(calls.to_ne_bytes()),
+        tag,
+    };
     Ok(NodeRow {
         node,
-        row: Row {
-            bytes,
-            // Signed, kept as /proc/allocinfo's rows keep theirs: two's complement in a u64.
-            calls: u64::from_ne_bytes(calls.to_ne_bytes()),
-            site,
-            fields,
-        },
+        row: row.to_row(),
     })
+}
+
+/// The space-separated tokens of a tag info, refusing an empty one (a double space).
+struct Tokens<'a> {
+    /// What follows the last token taken; None once the last one was.
+    rest: Option<&'a str>,
+}
+
+impl<'a> Tokens<'a> {
+    fn next(&mut self) -> Result<Option<&'a str>, String> {
+        let Some(rest) = self.rest else {
+            return Ok(None);
+        };
+        let (token, more) = match rest.split_once(' ') {
+            Some((t, more)) => (t, Some(more)),
+            None => (rest, None),
+        };
+        self.rest = more;
+        if token.is_empty() {
+            return Err("unexpected double space in tag info".to_string());
+        }
+        Ok(Some(token))
+    }
 }
 
 /// The tag info after the counters (`rest`, with its trailing space) of the row `line`:
 /// `file:line [module] func:name`, then `key:value` fields where `version` has them.
-fn parse_tag_info(
-    line: &str,
-    rest: &str,
-    version: Version,
-) -> Result<(Site, Vec<(String, String)>), String> {
+fn parse_tag_info<'a>(line: &str, rest: &'a str, version: Version) -> Result<TagRef<'a>, String> {
     let Some(tag) = rest.strip_suffix(' ') else {
         return Err(if line.ends_with('\r') {
             format!("row must end with a space{}", crlf_hint(line))
@@ -509,15 +559,9 @@ fn parse_tag_info(
     if tag.is_empty() {
         return Err("missing tag info after calls".to_string());
     }
-    let mut tokens = tag.split(' ');
-    let mut next = || -> Result<Option<&str>, String> {
-        match tokens.next() {
-            Some("") => Err("unexpected double space in tag info".to_string()),
-            t => Ok(t),
-        }
-    };
+    let mut tokens = Tokens { rest: Some(tag) };
 
-    let file_line = next()?.unwrap_or_default();
+    let file_line = tokens.next()?.unwrap_or_default();
     let Some((file, line_no)) = file_line.rsplit_once(':') else {
         return Err(format!("expected file:line, found {}", quote(file_line)));
     };
@@ -529,7 +573,7 @@ fn parse_tag_info(
         .parse::<u32>()
         .map_err(|e| format!("line number {}: {e}", quote(line_no)))?;
 
-    let mut token = next()?;
+    let mut token = tokens.next()?;
     let mut module = None;
     if let Some(t) = token.filter(|t| t.starts_with('[')) {
         let name = t
@@ -537,12 +581,12 @@ fn parse_tag_info(
             .and_then(|t| t.strip_suffix(']'))
             .filter(|m| !m.is_empty() && !m.contains(['[', ']']))
             .ok_or_else(|| format!("malformed module {}, expected [name]", quote(t)))?;
-        module = Some(name.to_string());
-        token = next()?;
+        module = Some(name);
+        token = tokens.next()?;
     }
 
     let function = match token.and_then(|t| t.strip_prefix("func:")) {
-        Some(f) if !f.is_empty() => f.to_string(),
+        Some(f) if !f.is_empty() => f,
         _ => {
             return Err(format!(
                 "expected func:<name>, found {}",
@@ -551,8 +595,11 @@ fn parse_tag_info(
         }
     };
 
-    let mut fields: Vec<(String, String)> = Vec::new();
-    while let Some(t) = next()? {
+    // The fields are checked here and kept as their text: a row needs no allocation to parse.
+    let fields = tokens.rest.unwrap_or_default();
+    // Bytes of `fields` checked so far.
+    let mut checked = 0;
+    while let Some(t) = tokens.next()? {
         if !version.has_fields() {
             return Err(format!(
                 "field {} after func: needs version 2.0 (header says {})",
@@ -560,22 +607,23 @@ fn parse_tag_info(
                 version.as_str()
             ));
         }
-        let (key, value) = parse_field(t)?;
-        if fields.iter().any(|(k, _)| k == key) {
+        let (key, _) = parse_field(t)?;
+        if fields[..checked]
+            .split(' ')
+            .any(|f| f.split_once(':').is_some_and(|(k, _)| k == key))
+        {
             return Err(format!("duplicate field {}", quote(key)));
         }
-        fields.push((key.to_string(), value.to_string()));
+        checked = fields.len() - tokens.rest.map_or(0, |r| r.len() + 1);
     }
 
-    Ok((
-        Site {
-            file: file.to_string(),
-            line: line_no,
-            module,
-            function,
-        },
+    Ok(TagRef {
+        file,
+        line: line_no,
+        module,
+        function,
         fields,
-    ))
+    })
 }
 
 fn parse_field(t: &str) -> Result<(&str, &str), String> {

@@ -151,6 +151,126 @@ impl Row {
     }
 }
 
+impl Row {
+    /// The row seen as a [`RowRef`], as a streaming reader sees rows.
+    pub fn view<R>(&self, f: impl FnOnce(RowRef<'_>) -> R) -> R {
+        let fields = self
+            .fields
+            .iter()
+            .map(|(k, v)| format!("{k}:{v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        f(RowRef {
+            bytes: self.bytes,
+            calls: self.calls,
+            tag: TagRef {
+                file: &self.site.file,
+                line: self.site.line,
+                module: self.site.module.as_deref(),
+                function: &self.site.function,
+                fields: &fields,
+            },
+        })
+    }
+}
+
+/// A tag as parsed, borrowing the names from the line it was read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TagRef<'a> {
+    pub file: &'a str,
+    pub line: u32,
+    pub module: Option<&'a str>,
+    pub function: &'a str,
+    /// The `key:value` fields after `func:`, space-separated as in the row; empty for none.
+    pub fields: &'a str,
+}
+
+impl TagRef<'_> {
+    /// The `key:value` fields in file order.
+    pub fn fields(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.fields.split(' ').filter_map(|f| f.split_once(':'))
+    }
+
+    /// The site, owning its names.
+    pub fn site(&self) -> Site {
+        Site {
+            file: self.file.to_string(),
+            line: self.line,
+            module: self.module.map(str::to_string),
+            function: self.function.to_string(),
+        }
+    }
+
+    /// The module name, with `vmlinux` standing for built-in code.
+    pub fn module_or_vmlinux(&self) -> &str {
+        self.module.unwrap_or(BUILTIN_MODULE)
+    }
+
+    /// Appends the site as /proc/allocinfo prints it (without the fields), as
+    /// [`Site::tag_text`] gives it.
+    pub fn push_site_text(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = match self.module {
+            Some(m) => write!(
+                out,
+                "{}:{} [{m}] func:{}",
+                self.file, self.line, self.function
+            ),
+            None => write!(out, "{}:{} func:{}", self.file, self.line, self.function),
+        };
+    }
+}
+
+/// A row as parsed, borrowing its names from the line: what a streaming reader hands on, so
+/// that reading a row allocates nothing. [`RowRef::to_row`] keeps one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowRef<'a> {
+    pub bytes: i64,
+    /// As printed; see [`Row::calls`].
+    pub calls: u64,
+    pub tag: TagRef<'a>,
+}
+
+impl RowRef<'_> {
+    /// As [`Row::live_calls`].
+    pub fn live_calls(&self) -> i64 {
+        i64::from_ne_bytes(self.calls.to_ne_bytes())
+    }
+
+    /// As [`Row::calls_wrapped`].
+    pub fn calls_wrapped(&self) -> bool {
+        self.live_calls() < 0
+    }
+
+    /// As [`Row::countable_calls`].
+    pub fn countable_calls(&self) -> i128 {
+        if self.calls_wrapped() {
+            0
+        } else {
+            i128::from(self.calls)
+        }
+    }
+
+    /// As [`Row::accurate`].
+    pub fn accurate(&self) -> bool {
+        !self.tag.fields().any(|(k, v)| k == "accurate" && v == "no")
+    }
+
+    /// The row, owning its names.
+    pub fn to_row(&self) -> Row {
+        Row {
+            bytes: self.bytes,
+            calls: self.calls,
+            site: self.tag.site(),
+            fields: self
+                .tag
+                .fields()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+}
+
 /// Metadata that `allocinfo snapshot` puts on the line before the allocinfo header.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SnapshotMeta {
@@ -158,6 +278,13 @@ pub struct SnapshotMeta {
     pub unix_ms: i64,
     /// Where the data was read from, when it could be recorded.
     pub source: Option<String>,
+}
+
+/// What a read says besides its rows (a streaming read hands the rows on as it goes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub version: Version,
+    pub snapshot: Option<SnapshotMeta>,
 }
 
 /// A whole parsed file.

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::ioctl::{self, IoctlError, KernelFilter};
 use crate::nodes::NodeProfile;
 use crate::parse::{LineParser, ParseError, Parsed, MAX_LINE};
-use crate::profile::Profile;
+use crate::profile::{Header, Profile, RowRef};
 
 /// The kernel's file, read when no `--input` is given.
 pub const PROC_ALLOCINFO: &str = "/proc/allocinfo";
@@ -168,7 +168,8 @@ impl Source {
     /// Reads and parses the text of the source (a file, standard input, or the live file),
     /// whichever kind it is.
     fn read_text(&self) -> Result<Parsed> {
-        self.read_with(|r| read_any(r, MAX_INPUT, self.lenient))
+        let limit = input_limit(PROFILE_BYTES_PER_INPUT_BYTE);
+        self.read_with(|r| read_any(r, limit, self.lenient))
     }
 
     /// Opens the source (standard input or the file) and reads it with `read`.
@@ -194,7 +195,8 @@ impl Source {
                 source,
             },
             ReadError::TooLarge(limit) => Error::Refused(format!(
-                "{}: more than {} MiB of input, far more than any allocinfo file",
+                "{}: more than {} MiB of input, more than the memory available to allocinfo \
+                 holds (MemAvailable in /proc/meminfo, ulimit -d and -v)",
                 self.display(),
                 limit >> 20
             )),
@@ -219,7 +221,42 @@ impl Source {
                 Err(_) => {}
             }
         }
-        self.read_with(|r| read_profile(r, MAX_INPUT, self.lenient))
+        let limit = input_limit(PROFILE_BYTES_PER_INPUT_BYTE);
+        self.read_with(|r| read_profile(r, limit, self.lenient))
+    }
+
+    /// Reads the source once, handing each row to `row` as it is parsed, so that memory does
+    /// not grow with the input; a profile read through the ioctls (or allocinfo_nodes text,
+    /// summed per tag at its end) is handed on row by row too. `limit` bounds the input in
+    /// bytes ([`input_limit`] for a caller that keeps something per row, `u64::MAX` for one
+    /// that does not).
+    pub fn read_rows(&self, limit: u64, row: &mut dyn FnMut(RowRef<'_>)) -> Result<Header> {
+        self.used_ioctl.set(false);
+        self.used_debugfs.set(false);
+        if self.mode != SourceMode::Text && self.is_proc() {
+            let file = File::open(&self.path).map_err(|e| self.io_error(e))?;
+            match ioctl::read(&file, &self.kernel_filter) {
+                Ok((_, true)) if self.mode == SourceMode::Auto => {}
+                Ok((p, _)) => {
+                    self.used_ioctl.set(true);
+                    return Ok(hand_on(p, row));
+                }
+                Err(e) if self.mode == SourceMode::Ioctl => return Err(refused(e)),
+                Err(_) => {}
+            }
+        }
+        self.read_with(|r| stream_profile(r, limit, self.lenient, row))
+    }
+}
+
+/// Hands the rows of `profile` to `row`, one by one; its header is what remains.
+fn hand_on(profile: Profile, row: &mut dyn FnMut(RowRef<'_>)) -> Header {
+    for r in &profile.rows {
+        r.view(&mut *row);
+    }
+    Header {
+        version: profile.version,
+        snapshot: profile.snapshot,
     }
 }
 
@@ -333,9 +370,58 @@ impl Source {
     }
 }
 
-/// Most input read from one source. /proc/allocinfo is a few MiB even with 100,000 sites, so
-/// this only stops input that is not allocinfo at all from filling memory.
+/// Most input read from one capture report (`capture show`): a report is a few KiB, so this
+/// only stops input that is not one from filling memory.
 pub const MAX_INPUT: u64 = 64 << 20;
+
+/// Memory a parsed [`Profile`] may take per byte of its text, rounded up: a row of 60 bytes of
+/// text is a [`Row`] of 112 bytes, its names on the heap and the spare room of a growing
+/// vector.
+///
+/// [`Row`]: crate::profile::Row
+pub const PROFILE_BYTES_PER_INPUT_BYTE: u64 = 6;
+
+/// The most input a read may take when it keeps `per_byte` bytes of memory per byte of input:
+/// what the memory this process may still use holds (the smallest of MemAvailable and the
+/// soft limits of `ulimit -d` and `ulimit -v`); no limit when none of them is known. Without
+/// it, input larger than memory would end in an allocation failure that aborts the process, or
+/// in the OOM killer, instead of in an error that says why.
+pub fn input_limit(per_byte: u64) -> u64 {
+    memory_allowance().map_or(u64::MAX, |m| m / per_byte.max(1))
+}
+
+/// Bytes of memory this process may still allocate, where known.
+fn memory_allowance() -> Option<u64> {
+    let available = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| mem_available(&m));
+    let rlimit = |resource| {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit only writes the struct it is given, which lives across the call.
+        let ok = unsafe { libc::getrlimit(resource, &mut lim) } == 0;
+        (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+    };
+    [
+        available,
+        rlimit(libc::RLIMIT_DATA),
+        rlimit(libc::RLIMIT_AS),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+}
+
+/// `MemAvailable:` of /proc/meminfo text, in bytes.
+fn mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?;
+    let kib = line.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()?;
+    kib.checked_mul(1024)
+}
 
 /// Why a profile could not be read.
 #[derive(Debug)]
@@ -353,6 +439,20 @@ pub fn read_profile(r: impl Read, limit: u64, lenient: bool) -> Result<Profile, 
     let mut parser = LineParser::new(lenient);
     read_lines(r, limit, |line| parser.feed_bytes(line))?;
     parser.finish().map_err(ReadError::Parse)
+}
+
+/// As [`read_profile`], handing each row to `row` instead of keeping it (the rows of
+/// allocinfo_nodes text, summed per tag, once the whole input is read).
+pub fn stream_profile(
+    r: impl Read,
+    limit: u64,
+    lenient: bool,
+    row: &mut dyn FnMut(RowRef<'_>),
+) -> Result<Header, ReadError> {
+    let mut parser = LineParser::new(lenient);
+    read_lines(r, limit, |line| parser.feed_bytes_with(line, row))?;
+    let profile = parser.finish().map_err(ReadError::Parse)?;
+    Ok(hand_on(profile, row))
 }
 
 /// As [`read_profile`], keeping allocinfo_nodes text per node.

@@ -37,6 +37,8 @@ PKGS="$PKGS tmux"
 [ "${SETUP_INSTALL:-0}" = 1 ] && PKGS="$PKGS mmdebstrap fdisk qemu-utils e2fsprogs"
 # make bench's macro benchmark runs these two in the VM (SETUP_BENCH=1).
 [ "${SETUP_BENCH:-0}" = 1 ] && PKGS="$PKGS rt-tests stress-ng"
+# make bench-tool measures with GNU time's -v (SETUP_BENCH_TOOL=1).
+[ "${SETUP_BENCH_TOOL:-0}" = 1 ] && PKGS="$PKGS time"
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

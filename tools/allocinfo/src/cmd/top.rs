@@ -3,6 +3,7 @@
 
 pub mod live;
 
+use std::cmp::Ordering;
 use std::io::Write;
 
 use serde::Serialize;
@@ -11,8 +12,9 @@ use crate::cli::{SortKey, TopArgs};
 use crate::cmd::{count, output_error, show_size, write_json};
 use crate::error::Result;
 use crate::nodes::{node_name, NodeProfile, NodeRow};
-use crate::profile::{Profile, Row, Version};
+use crate::profile::{Profile, Row, RowRef, Version};
 use crate::render::row_line;
+use crate::source::{input_limit, Source, PROFILE_BYTES_PER_INPUT_BYTE};
 
 /// What `top` found; the JSON output is this structure.
 #[derive(Debug, Serialize)]
@@ -318,6 +320,138 @@ pub fn run(
     }
 }
 
+/// The best rows of a stream as [`rank`] orders them, keeping at most about twice `-n` of them
+/// (every one with `-n 0`): rows are offered as they are parsed, and one that cannot rank among
+/// the kept is dropped without being copied.
+struct Best {
+    /// How many to keep; 0 for all.
+    keep: usize,
+    key: SortKey,
+    /// Each row with its text, the tie-breaker.
+    rows: Vec<(Row, String)>,
+    /// The worst row kept at the last cut: a row that ranks below it can never be shown.
+    bar: Option<(Row, String)>,
+}
+
+impl Best {
+    fn new(keep: usize, key: SortKey) -> Self {
+        Best {
+            keep,
+            key,
+            rows: Vec::new(),
+            bar: None,
+        }
+    }
+
+    /// The order of [`rank`]: by the sort key, then by the row's text, larger first.
+    fn order(key: SortKey, (a, la): &(Row, String), (b, lb): &(Row, String)) -> Ordering {
+        Self::primary(key, (a.bytes, a.live_calls()), (b.bytes, b.live_calls()))
+            .then_with(|| lb.cmp(la))
+    }
+
+    /// The sort key's order on (bytes, live calls), larger first.
+    fn primary(key: SortKey, (ab, ac): (i64, i64), (bb, bc): (i64, i64)) -> Ordering {
+        match key {
+            SortKey::Size => bb.cmp(&ab),
+            SortKey::Calls => bc.cmp(&ac).then(bb.cmp(&ab)),
+        }
+    }
+
+    fn offer(&mut self, row: RowRef<'_>) {
+        if let Some((bar, bar_line)) = &self.bar {
+            let against = (bar.bytes, bar.live_calls());
+            match Self::primary(self.key, (row.bytes, row.live_calls()), against) {
+                Ordering::Greater => return,
+                // A tie with the bar: its text decides. An equal text is an equal row.
+                Ordering::Equal if ref_line(&row) <= *bar_line => return,
+                _ => {}
+            }
+        }
+        let owned = row.to_row();
+        let line = row_line(&owned);
+        self.rows.push((owned, line));
+        if self.keep > 0 && self.rows.len() >= 2 * self.keep.max(512) {
+            self.cut();
+        }
+    }
+
+    /// Keeps the `keep` best rows and raises the bar to the worst of them.
+    fn cut(&mut self) {
+        let (keep, key) = (self.keep, self.key);
+        if keep == 0 || self.rows.len() <= keep {
+            return;
+        }
+        self.rows
+            .select_nth_unstable_by(keep - 1, |a, b| Self::order(key, a, b));
+        self.rows.truncate(keep);
+        self.bar = self
+            .rows
+            .iter()
+            .max_by(|a, b| Self::order(key, a, b))
+            .cloned();
+    }
+
+    /// The kept rows, best first, cut to `keep`.
+    fn into_ranked(mut self) -> Vec<Row> {
+        self.cut();
+        let key = self.key;
+        self.rows.sort_by(|a, b| Self::order(key, a, b));
+        self.rows.into_iter().map(|(r, _)| r).collect()
+    }
+}
+
+/// The text of a row as parsed, as [`row_line`] gives it for the row kept.
+fn ref_line(row: &RowRef<'_>) -> String {
+    let mut tag = String::new();
+    row.tag.push_site_text(&mut tag);
+    if !row.tag.fields.is_empty() {
+        tag.push(' ');
+        tag.push_str(row.tag.fields);
+    }
+    format!("{:12} {:8} {tag} \n", row.bytes, row.calls)
+}
+
+/// Runs `top` on `source` while it is read: each row is ranked as it is parsed and only the
+/// best `-n` are kept, so memory does not grow with the input (with `-n 0` every matched row
+/// is kept, and the input is bounded as [`Source::read`] bounds it).
+pub fn run_source(source: &Source, args: &TopArgs, json: bool, out: &mut dyn Write) -> Result<()> {
+    let filter = args.filter.to_filter(args.min_size);
+    let mut best = Best::new(args.lines, args.sort);
+    let (mut sites, mut matched, mut total_bytes, mut total_calls, mut wrapped_calls) =
+        (0, 0, 0i128, 0i128, 0);
+    let limit = if args.lines == 0 {
+        input_limit(PROFILE_BYTES_PER_INPUT_BYTE)
+    } else {
+        u64::MAX
+    };
+    let header = source.read_rows(limit, &mut |row| {
+        sites += 1;
+        if filter.matches_ref(&row) {
+            matched += 1;
+            total_bytes += i128::from(row.bytes);
+            total_calls += row.countable_calls();
+            wrapped_calls += usize::from(row.calls_wrapped());
+            best.offer(row);
+        }
+    })?;
+    let rows = best.into_ranked();
+    let report = TopReport {
+        version: header.version,
+        source: source.described(),
+        sites,
+        matched,
+        total_bytes,
+        total_calls,
+        wrapped_calls,
+        rows: rows.iter().collect(),
+    };
+    if json {
+        write_json(out, &report)
+    } else {
+        write_text(&report, args.bytes, out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,5 +523,41 @@ mod tests {
         let ranked = rank(p.rows.iter(), SortKey::Size);
         let files: Vec<_> = ranked.iter().map(|r| r.site.tag_text()).collect();
         assert_eq!(files, ["a.c:2 func:f", "b.c:1 func:f", "a.c:1 func:f"]);
+    }
+
+    /// 5000 rows with few distinct sizes and counts, so that most ties go to the row's text.
+    fn many_ties() -> Profile {
+        let mut text = String::from("allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n");
+        for i in 0..5000u64 {
+            let module = if i % 4 == 0 { " [m]" } else { "" };
+            let fields = if i % 9 == 0 { " accurate:no" } else { "" };
+            text.push_str(&format!(
+                "{:12} {:8} d/f{}.c:{}{module} func:g{}{fields} \n",
+                64 * (i * 7919 % 13),
+                i * 104729 % 5,
+                i % 17,
+                i % 23,
+                i % 11
+            ));
+        }
+        crate::parse::parse(&text).unwrap()
+    }
+
+    #[test]
+    fn streamed_selection_ranks_as_the_full_sort() {
+        let p = many_ties();
+        for key in [SortKey::Size, SortKey::Calls] {
+            let all: Vec<&Row> = rank(p.rows.iter(), key);
+            for keep in [0, 1, 7, 600, 1500] {
+                let mut best = Best::new(keep, key);
+                for r in &p.rows {
+                    r.view(|v| best.offer(v));
+                }
+                let got = best.into_ranked();
+                let n = if keep == 0 { all.len() } else { keep };
+                let want: Vec<Row> = all.iter().take(n).map(|r| (*r).clone()).collect();
+                assert_eq!(got, want, "{key:?} -n {keep}");
+            }
+        }
     }
 }
