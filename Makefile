@@ -111,7 +111,7 @@ export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SU
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
 	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench test-debug \
-	test-configs where fuzz test-real test-upstream-suites refresh deb test-install test-fleet
+	test-configs where fuzz test-real test-upstream-suites refresh deb tool-deb test-install test-fleet
 
 all: run
 
@@ -217,6 +217,14 @@ test-upstream-suites: pristine
 deb: tree
 	@SETUP_DEB=1 $(PHASE) setup $(H)/setup.sh
 	@$(PHASE) deb env JOBS=$(JOBS) $(H)/debian/build-deb.sh
+	@$(PHASE) tool-deb $(H)/debian/build-tool-deb.sh $${DEB_OUT:-$(CACHE_DIR)/deb/packages}
+
+# The tool's package alone (allocinfo_VERSION_amd64.deb, beside the kernel's;
+# make deb builds it too): man pages, completions, allocinfo-textfile.timer
+# (tools/testing/allocprof/debian/build-tool-deb.sh).
+tool-deb:
+	@SETUP_DEB=1 $(PHASE) setup $(H)/setup.sh
+	@$(PHASE) tool-deb $(H)/debian/build-tool-deb.sh $${DEB_OUT:-$(CACHE_DIR)/deb/packages}
 
 # Those packages on a Debian 13 disk (mmdebstrap, cached), booted through
 # the firmware and GRUB: installed with dpkg -i, checked under our kernel

@@ -12,12 +12,18 @@ BINDGEN_VERSION=0.73.2
 export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm$LLVM_SUFFIX/lib}
 PKGS="clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-dev qemu-system-x86 busybox-static
       flex bison bc libelf-dev libssl-dev cpio make gcc libc6-dev patch python3-ply python3-git"
+# The tool's host tests render its man pages (groff, man) and load its
+# completions in each shell (zsh, fish; bash is there).
+PKGS="$PKGS groff-base man-db zsh fish"
 # make test-real also needs these (SETUP_REAL=1): the Debian image
 # (mmdebstrap), its ext4 disk filled without mounting (mke2fs -d), Debian's
 # xz-compressed modules.
 [ "${SETUP_REAL:-0}" = 1 ] && PKGS="$PKGS mmdebstrap e2fsprogs xz-utils"
 # make deb builds in a Debian 13 root made by mmdebstrap (SETUP_DEB=1).
 [ "${SETUP_DEB:-0}" = 1 ] && PKGS="$PKGS mmdebstrap rsync xz-utils"
+# The tool's package: its binary checked and trimmed (binutils' readelf and
+# objcopy), then built with dpkg-buildpackage in that root.
+[ "${SETUP_DEB:-0}" = 1 ] && PKGS="$PKGS binutils"
 # make test-install makes a disk with a partition table and GRUB
 # (SETUP_INSTALL=1).
 [ "${SETUP_INSTALL:-0}" = 1 ] && PKGS="$PKGS mmdebstrap fdisk qemu-utils e2fsprogs"

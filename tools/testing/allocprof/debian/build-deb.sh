@@ -110,7 +110,8 @@ if ! unshare -m --propagation private /bin/bash -euc '
 	exit 1
 fi
 
-rm -f "$OUTDIR"/*.deb
+# Ours only: the tool's package (build-tool-deb.sh) shares the directory.
+rm -f "$OUTDIR"/linux-*.deb
 for p in linux-image-$rel linux-headers-$rel; do
 	f=$D/${p}_${PKGVERSION}_amd64.deb
 	[ -s "$f" ] || { echo "deb: $f is missing; log: $log" >&2; exit 1; }

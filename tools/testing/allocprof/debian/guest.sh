@@ -2,14 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0
 # make test-install, inside the Debian 13 machine: run at every boot by
 # allocprof-test.service (install-image.sh) from the disk labelled
-# allocprof-test, which also holds our packages (debs/), the allocinfo
-# binary and test.conf (OURS_REL, the kernel release of our packages).
+# allocprof-test, which also holds our packages (debs/: the kernel's;
+# tool/: allocinfo's) and test.conf (OURS_REL, the kernel release of ours).
 # Three boots, one step each; the step and the test count persist on the
 # root disk (/var/lib/allocprof-test):
 #   install  Debian's kernel: dpkg -i our linux-headers and linux-image;
 #            initramfs-tools, update-grub and DKMS run from the packages'
-#            hooks; reboot, and GRUB picks the newest kernel
-#   ours     our kernel: the checks; then apt-get purge of our packages, reboot
+#            hooks; dpkg -i allocinfo (its timer starts; its service is
+#            skipped: no /proc/allocinfo); reboot, and GRUB picks the newest
+#            kernel
+#   ours     our kernel: the checks, allocinfo's timer and export among them;
+#            then apt-get purge of allocinfo and of our kernel, reboot
 #   back     Debian's kernel again; power off
 # Output: KTAP lines on the serial console, then "ALLOCPROF-INSTALL: end".
 set -u
@@ -75,6 +78,85 @@ no_kernel_reports() {
 	[ -z "$r" ]
 }
 
+# allocinfo's package: its timer writes the export for node_exporter.
+prom=/var/lib/prometheus/node-exporter/allocinfo.prom
+unit=allocinfo-textfile
+# The series of one site in an exposition: allocinfo_bytes with the site's
+# function and file labels (in any order), and its value.
+series_value() {
+	awk -v f="function=\"$2\"" -v p="file=\"$3\"" \
+		'/^allocinfo_bytes\{/ && index($0, f) && index($0, p) {print $NF; exit}' "$1"
+}
+tool_checks() {
+	local trig before big func file v scrape manout
+	check "tool: $unit.timer is enabled" [ "$(systemctl is-enabled $unit.timer 2>&1)" = enabled ]
+	check "tool: $unit.timer is active" [ "$(systemctl is-active $unit.timer 2>&1)" = active ]
+	# The timer fires at boot (OnBootSec=0); give a slow boot a minute.
+	for _ in $(seq 60); do
+		[ -s "$prom" ] && break
+		sleep 1
+	done
+	trig=$(systemctl show -P LastTriggerUSecMonotonic $unit.timer)
+	diag "$unit: $(systemctl show -p Result -p ExecMainStatus -p ConditionResult $unit.service | tr '\n' ' ')timer last triggered at ${trig}us"
+	check "tool: the timer ran $unit.service by itself, which succeeded" \
+		bash -c '[ "${1:-0}" != 0 ] && [ "$(systemctl show -P Result "$2")" = success ] &&
+			[ "$(systemctl show -P ConditionResult "$2")" = yes ] && [ -s "$3" ]' _ "$trig" $unit.service "$prom"
+	diag "$prom: $(stat -c '%s bytes, mode %a, owner %U' "$prom" 2>&1), $(grep -c '^allocinfo_bytes' "$prom" 2>/dev/null) allocinfo_bytes series"
+	diag "hardening: $(systemd-analyze security --no-pager $unit.service 2>/dev/null | tail -n 1)"
+	# Run it again now: the file is replaced by rename (a new inode, no
+	# temporary left), with the sites of this very moment.
+	before=$(stat -c %i "$prom" 2>/dev/null)
+	if systemctl start $unit.service; then ok "tool: systemctl start $unit.service"; else notok "tool: systemctl start $unit.service"; fi
+	check "tool: the export was replaced atomically (new inode, no temporary file left)" \
+		bash -c '[ -s "$1" ] && [ "$(stat -c %i "$1")" != "$2" ] && ! ls "$(dirname "$1")"/.allocinfo.prom.tmp.* >/dev/null 2>&1' _ "$prom" "$before"
+	# A known site: the largest of /proc/allocinfo read just after the export.
+	big=$(awk 'NR > 2 && $1 > m {m = $1; s = $0} END {print s}' /proc/allocinfo)
+	func=$(sed -n 's/.* func:\([^ ]*\).*/\1/p' <<< "$big")
+	file=$(awk '{print $3}' <<< "$big"); file=${file%:*}
+	v=$(series_value "$prom" "$func" "$file")
+	diag "largest site: $big; exported allocinfo_bytes: ${v:-none}"
+	check "tool: the export has the largest site ($func in $file) with bytes" bash -c '[ "${1:-0}" -gt 0 ]' _ "$v"
+	if allocinfo export --help 2>&1 | grep -q -- '--release'; then
+		check "tool: its series carry release=\"$rel\"" \
+			bash -c 'grep "^allocinfo_bytes{" "$1" | grep -F "function=\"$2\"" | grep -qF "release=\"$3\""' _ "$prom" "$func" "$rel"
+	else
+		ok "tool: its series carry release=\"$rel\" # SKIP this allocinfo has no --release (no release label)"
+	fi
+	# Debian's node_exporter serves the file through its textfile collector.
+	scrape=$(curl -sf http://127.0.0.1:9100/metrics)
+	diag "node_exporter: $(grep -E '^node_textfile_(scrape_error|mtime_seconds)' <<< "$scrape" | tr '\n' ' ')"
+	check "tool: prometheus-node-exporter serves the site's series, no textfile error" \
+		bash -c 'grep -q "^node_textfile_scrape_error 0$" <<< "$1" && grep "^allocinfo_bytes{" <<< "$1" |
+			grep -F "function=\"$2\"" | grep -qF "file=\"$3\""' _ "$scrape" "$func" "$file"
+	manout=$(MANWIDTH=80 man --warnings allocinfo 2>&1 >/dev/null)
+	[ -n "$manout" ] && sed 's/^/# man: /' <<< "$manout"
+	check "tool: man allocinfo and man allocinfo-export render without warnings" \
+		bash -c '[ -z "$1" ] && [ "$(man -w allocinfo)" = /usr/share/man/man1/allocinfo.1.gz ] &&
+			MANWIDTH=80 man allocinfo-export 2>/dev/null | grep -q -- "--output"' _ "$manout"
+	check "tool: bash completion: bash-completion loads it for allocinfo" \
+		bash -c '. /usr/share/bash-completion/bash_completion && _comp_load allocinfo 2>/dev/null ||
+			__load_completion allocinfo; complete -p allocinfo | grep -q "_allocinfo allocinfo$"'
+	check "tool: zsh and fish completions are installed" \
+		[ -s /usr/share/zsh/vendor-completions/_allocinfo -a -s /usr/share/fish/vendor_completions.d/allocinfo.fish ]
+	# The way out: purge stops and disables the timer, and removes the units,
+	# the binary and the export (node_exporter then serves no stale series).
+	if DEBIAN_FRONTEND=noninteractive apt-get purge -y allocinfo > "$st/apt-purge-tool.log" 2>&1; then
+		ok "tool: apt-get purge allocinfo"
+	else
+		notok "tool: apt-get purge allocinfo"
+		tail -n 20 "$st/apt-purge-tool.log" | sed 's/^/# /'
+	fi
+	diag "after purge: $(ls /usr/lib/systemd/system/$unit.* /etc/systemd/system/timers.target.wants/$unit.timer \
+		/var/lib/systemd/deb-systemd-helper-enabled/timers.target.wants/$unit.timer "$prom" /usr/bin/allocinfo 2>&1 | tr '\n' ';')"
+	check "tool: purge removed the units, the timer's enablement, the binary and the export" \
+		bash -c '! ls /usr/lib/systemd/system/$1.* /etc/systemd/system/timers.target.wants/$1.timer "$2" /usr/bin/allocinfo \
+			>/dev/null 2>&1 && [ "$(systemctl is-active $1.timer)" != active ] &&
+			! systemctl list-unit-files "$1.*" --no-legend | grep -q .' _ $unit "$prom"
+	check "tool: node_exporter serves no allocinfo series after the purge" \
+		bash -c 'm=$(curl -sf http://127.0.0.1:9100/metrics) && grep -q "^node_textfile_scrape_error 0$" <<< "$m" &&
+			! grep -q "^allocinfo_" <<< "$m"'
+}
+
 case $step in
 install)
 	echo "KTAP version 1"
@@ -110,7 +192,22 @@ install)
 			[ -f "$f" ] && tail -n 25 "$f" | sed "s|^|# $f: |"
 		done
 	fi
-	install -m 0755 "$T/allocinfo" /usr/local/bin/allocinfo
+	# The tool's package, on Debian's kernel (no /proc/allocinfo): the
+	# timer starts at once and its service is skipped by its condition.
+	tool=$(ls "$T"/tool/allocinfo_*_amd64.deb)
+	if DEBIAN_FRONTEND=noninteractive dpkg -i "$tool" > "$st/dpkg-tool.log" 2>&1; then
+		ok "install: dpkg -i $(basename "$tool")"
+	else
+		notok "install: dpkg -i $(basename "$tool")"
+		tail -n 20 "$st/dpkg-tool.log" | sed 's/^/# /'
+	fi
+	sleep 2
+	diag "allocinfo-textfile: $(systemctl show -p ActiveState -p Result -p ConditionResult allocinfo-textfile.service | tr '\n' ' ')"
+	check "install: allocinfo-textfile.timer started; its service skipped on Debian's kernel, not failed" \
+		bash -c '[ "$(systemctl is-active allocinfo-textfile.timer)" = active ] &&
+			[ "$(systemctl show -P LastTriggerUSecMonotonic allocinfo-textfile.timer)" != 0 ] &&
+			[ "$(systemctl show -P ConditionResult allocinfo-textfile.service)" = no ] &&
+			! systemctl is-failed -q allocinfo-textfile.service && [ ! -e /var/lib/prometheus/node-exporter/allocinfo.prom ]'
 	next ours
 	;;
 ours)
@@ -165,6 +262,7 @@ ours)
 	# Only a module that had rows can show them drained.
 	check "dkms: its rows drained at unload" [ -n "$rows" -a -z "$left" -a ! -d "/sys/module/$DKMS_MOD" ]
 	diag "taint: $(cat /proc/sys/kernel/tainted); $(dmesg | grep -m1 'module verification failed' | sed 's/^\[[^]]*\] //')"
+	tool_checks
 	check "ours: no kernel report in the log" no_kernel_reports
 	# The way back: remove our kernel, as a user would.
 	if DEBIAN_FRONTEND=noninteractive apt-get purge -y "linux-image-$OURS_REL" "linux-headers-$OURS_REL" \

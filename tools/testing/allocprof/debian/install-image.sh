@@ -12,7 +12,8 @@
 # Debian's own kernel (linux-image-amd64) with the initrd initramfs-tools
 # made for it.  DKMS and a real DKMS package from Debian (v4l2loopback-dkms)
 # are installed; with no kernel headers installed yet, DKMS builds nothing
-# until ours arrive.  A unit runs the test from a second disk labelled
+# until ours arrive.  Debian's prometheus-node-exporter runs (for allocinfo's
+# timer), with man-db, bash-completion and curl.  A unit runs the test from a second disk labelled
 # allocprof-test at every boot (the test's scripts are on that disk, so
 # the cached image does not change with them).
 #
@@ -35,6 +36,10 @@ fi
 # DKMS, and openssl, with which DKMS makes its module signing key.
 PKGS=systemd,systemd-sysv,udev,kmod,passwd,procps,e2fsprogs,xz-utils,zstd,linux-image-amd64,initramfs-tools
 PKGS=$PKGS,grub-pc,linux-headers-amd64,dkms,v4l2loopback-dkms,openssl,ca-certificates
+# For allocinfo's package: Debian's node_exporter, whose textfile collector
+# serves the timer's export, man to read its pages, bash-completion to load
+# its completion, curl to scrape node_exporter.
+PKGS=$PKGS,prometheus-node-exporter,man-db,bash-completion,curl
 
 raw=$dir/partial-disk-$hash.raw
 mnt=$dir/partial-mnt-$hash

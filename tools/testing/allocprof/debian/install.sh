@@ -6,7 +6,7 @@
 #
 # The machine: install-image.sh's disk (cached), used through a qcow2
 # overlay, so every run starts from the same installed Debian 13.  The
-# packages, the allocinfo binary and the guest's steps (guest.sh) are on
+# packages (the kernel's and allocinfo's) and the guest's steps (guest.sh) are on
 # a second disk.  QEMU boots from the first disk with SeaBIOS, its default
 # firmware; the guest reboots itself twice (install, ours, back) and
 # powers off at the end.  The guest's KTAP lines on the serial console are
@@ -39,18 +39,18 @@ finish() {
 	exit
 }
 
-# 1. What goes in: the packages make deb made, the tool as a static binary.
+# 1. What goes in: the packages make deb made, the kernel's and the tool's.
 debs=$(ls "$pkgdir/linux-image-${ours}_"*.deb "$pkgdir/linux-headers-${ours}_"*.deb 2>/dev/null)
 if [ "$(grep -c . <<< "$debs")" != 2 ]; then
 	bad "packages: want linux-image-$ours and linux-headers-$ours in $pkgdir (make deb)"
 	finish
 fi
 ok
-export CARGO_TARGET_DIR=$CACHE_DIR/allocinfo-target
-bin=$CARGO_TARGET_DIR/x86_64-unknown-linux-gnu/release/allocinfo
-if ! (cd "$REPO/tools/allocinfo" && RUSTFLAGS='-C target-feature=+crt-static' \
-	cargo build --release --locked --quiet --target x86_64-unknown-linux-gnu); then
-	bad "tool: static build of allocinfo"
+# The tool's package (build-tool-deb.sh, which make deb runs; TOOL_DEB names
+# another .deb).
+tooldeb=${TOOL_DEB:-$(ls "$pkgdir"/allocinfo_*_amd64.deb 2>/dev/null | tail -n 1)}
+if [ ! -s "$tooldeb" ]; then
+	bad "packages: want allocinfo_VERSION_amd64.deb in $pkgdir (make deb) or TOOL_DEB"
 	finish
 fi
 ok
@@ -66,9 +66,9 @@ echo "image: $base ($(( $(date +%s) - t ))s)"
 disk=$W/disk.qcow2 tdisk=$W/test.ext4 td=$W/testdisk log=$W/serial.log
 rm -rf "$disk" "$tdisk" "$td"
 qemu-img create -q -f qcow2 -F qcow2 -b "$base" "$disk"
-mkdir -p "$td/debs"
+mkdir -p "$td/debs" "$td/tool"
 cp $debs "$td/debs/"
-cp "$bin" "$td/allocinfo"
+cp "$tooldeb" "$td/tool/"
 cp "$H/debian/guest.sh" "$td/guest.sh"
 # v4l2loopback allocates its devices in its own code: two of them.
 printf 'OURS_REL=%s\nDKMS_MOD=v4l2loopback\nDKMS_ARGS="devices=2"\n' "$ours" > "$td/test.conf"
@@ -80,7 +80,7 @@ fi
 rm -rf "$td"
 
 # 3. The boots: firmware, GRUB, and whatever kernel GRUB picks.
-echo "boot: $(basename -a $debs | tr '\n' ' ')on $(basename "$base"), serial log in $log"
+echo "boot: $(basename -a $debs "$tooldeb" | tr '\n' ' ')on $(basename "$base"), serial log in $log"
 timeout --foreground -k 5 "$timeout_s" \
 	qemu-system-x86_64 -accel tcg -cpu max -m 2G -smp 2 \
 	-nographic -nodefaults -serial stdio \
