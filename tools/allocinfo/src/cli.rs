@@ -337,9 +337,19 @@ pub struct ExportArgs {
     /// file is replaced atomically; a symlink, fifo or device is written through)
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Leave out sites holding less than this, to bound the number of series
+    /// Leave out sites holding less than this, in every format (before the series of a function
+    /// are summed): the knob that bounds the number of series
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub min_size: Option<i64>,
+    /// Add the source line as the label `line` (prometheus, openmetrics): one series per site,
+    /// which moves with every kernel build. Without it, the sites of one function, file and
+    /// module are summed into one series
+    #[arg(long)]
+    pub line_label: bool,
+    /// The label `release` (prometheus, openmetrics; a sample label in pprof): the kernel release.
+    /// Default: `uname -r` when reading the live /proc/allocinfo, no label for a file
+    #[arg(long, value_name = "STR", value_parser = parse_release)]
+    pub release: Option<String>,
     /// One sample per site and NUMA node: a node label ("1") in prometheus, openmetrics and
     /// pprof, a node column in csv (not for folded). --min-size applies to each sample. Read as
     /// top --by-node reads
@@ -347,6 +357,17 @@ pub struct ExportArgs {
     pub by_node: bool,
     #[command(flatten)]
     pub filter: FilterArgs,
+}
+
+/// A `--release` value: not empty (an empty label is no label), no control characters.
+fn parse_release(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        Err("the kernel release cannot be empty".into())
+    } else if s.chars().any(char::is_control) {
+        Err("the kernel release cannot hold control characters".into())
+    } else {
+        Ok(s.to_string())
+    }
 }
 
 /// Options of `capture`: one action.

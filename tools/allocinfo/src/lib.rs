@@ -100,18 +100,25 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
             let mut sampler = source.sampler();
             cmd::watch::run(&mut || sampler.read(), args, cli.json, out)
         }
-        Command::Export(args) if args.by_node => {
-            cmd::export::check_by_node(args)?;
-            let now = timestamp::now_unix_ms();
-            let source = live(&args.filter.module, None)?;
-            let profile = source.read_nodes()?;
-            cmd::export::run_nodes(&profile, &source.described(), now, args, cli.json, out)
-        }
         Command::Export(args) => {
+            cmd::export::check_args(args, cli.json)?;
             let now = timestamp::now_unix_ms();
-            let source = live(&args.filter.module, args.min_size)?;
-            let profile = source.read()?;
-            cmd::export::run(&profile, &source.described(), now, args, cli.json, out)
+            let release = cmd::export::release(args, cmd::export::is_live(cli.input()))?;
+            // Per node: only the module filter goes to the kernel, whose --min-size would apply
+            // to a tag's total, not to each of its nodes.
+            let min_size = if args.by_node { None } else { args.min_size };
+            let source = live(&args.filter.module, min_size)?;
+            let (sites, nodes);
+            let input = if args.by_node {
+                nodes = source.read_nodes()?;
+                cmd::export::Input::Nodes(&nodes)
+            } else {
+                sites = source.read()?;
+                cmd::export::Input::Sites(&sites)
+            };
+            let described = source.described();
+            let release = release.as_deref();
+            cmd::export::run(&input, &described, now, release, args, cli.json, out)
         }
         Command::Capture(args) => {
             if cli.source_mode != SourceMode::Auto {

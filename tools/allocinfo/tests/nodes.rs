@@ -219,12 +219,11 @@ fn tree_by_node() {
 #[test]
 fn export_by_node_openmetrics_and_prometheus() {
     let f = fixture("nodes-2.txt");
-    let labels = |file: &str, line: u32, function: &str, module: &str, node: u32| {
-        format!(
-            "{{file=\"{file}\",line=\"{line}\",function=\"{function}\",module=\"{module}\",node=\"{node}\"}}"
-        )
+    // Without --line-label the line is no label; the series come by function, file, module, node.
+    let labels = |file: &str, _line: u32, function: &str, module: &str, node: u32| {
+        format!("{{function=\"{function}\",file=\"{file}\",module=\"{module}\",node=\"{node}\"}}")
     };
-    let sites = [
+    let mut sites = [
         (
             "fs/ext4/super.c",
             100,
@@ -267,6 +266,7 @@ fn export_by_node_openmetrics_and_prometheus() {
             2,
         ),
     ];
+    sites.sort_by_key(|&(file, _, function, module, node, _, _)| (function, file, module, node));
     let mut want = String::from(
         "# HELP allocinfo_bytes Bytes currently allocated from this call site, from /proc/allocinfo.\n\
          # TYPE allocinfo_bytes gauge\n\
@@ -310,14 +310,14 @@ fn export_by_node_openmetrics_and_prometheus() {
     let bytes = &v["families"][0]["samples"];
     assert_eq!(bytes.as_array().map(Vec::len), Some(2), "{json}");
     assert_eq!(bytes[0]["labels"]["node"], "1");
-    assert_eq!(bytes[0]["labels"]["function"], "ext4_fill_super");
-    assert_eq!(bytes[1]["labels"]["function"], "__alloc_pages_noprof");
+    assert_eq!(bytes[0]["labels"]["function"], "__alloc_pages_noprof");
+    assert_eq!(bytes[1]["labels"]["function"], "ext4_fill_super");
     // Without --by-node the same file gives one series per site, with no node label.
     let plain = ok(&["export", "-i", &f]);
     assert!(!plain.contains("node="), "{plain}");
     assert!(
         plain.contains(
-            "allocinfo_bytes{file=\"fs/ext4/super.c\",line=\"100\",function=\"ext4_fill_super\",module=\"ext4\"} 66560\n"
+            "allocinfo_bytes{function=\"ext4_fill_super\",file=\"fs/ext4/super.c\",module=\"ext4\"} 66560\n"
         ),
         "{plain}"
     );
@@ -427,18 +427,8 @@ fn export_by_node_pprof() {
             ],
         )
     };
+    // By function, file, line, module, then node: the samples of one function are adjacent.
     let want = vec![
-        sample("ext4_fill_super@fs/ext4/super.c:100", 1, 1024, "ext4", "0"),
-        sample(
-            "ext4_fill_super@fs/ext4/super.c:100",
-            16,
-            65536,
-            "ext4",
-            "1",
-        ),
-        sample("dup_task_struct@kernel/fork.c:77", 1, 4096, "vmlinux", "0"),
-        sample("migrate_pages@mm/migrate.c:300", -1, -4096, "vmlinux", "0"),
-        sample("migrate_pages@mm/migrate.c:300", 2, 8192, "vmlinux", "1"),
         sample(
             "__alloc_pages_noprof@mm/page_alloc.c:4800",
             64,
@@ -455,6 +445,17 @@ fn export_by_node_pprof() {
             "alloc_tag_test",
             "1",
         ),
+        sample("dup_task_struct@kernel/fork.c:77", 1, 4096, "vmlinux", "0"),
+        sample("ext4_fill_super@fs/ext4/super.c:100", 1, 1024, "ext4", "0"),
+        sample(
+            "ext4_fill_super@fs/ext4/super.c:100",
+            16,
+            65536,
+            "ext4",
+            "1",
+        ),
+        sample("migrate_pages@mm/migrate.c:300", -1, -4096, "vmlinux", "0"),
+        sample("migrate_pages@mm/migrate.c:300", 2, 8192, "vmlinux", "1"),
     ];
     assert_eq!(got, want);
     // One location per site, shared by the samples of its nodes.
@@ -464,7 +465,7 @@ fn export_by_node_pprof() {
     let got = pprof_samples(&o.stdout);
     assert_eq!(got.len(), 6);
     assert_eq!(
-        got[0],
+        got[4],
         (
             "ext4_fill_super@fs/ext4/super.c:100".to_string(),
             vec![17, 66560],

@@ -1,22 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
-//! `allocinfo export`: Prometheus text (0.0.4) or OpenMetrics 1.0 exposition of every site.
+//! `allocinfo export`: every site for other tools, streamed to the output: Prometheus text
+//! (0.0.4) or OpenMetrics 1.0, CSV, folded stacks or pprof's profile.proto.
 //!
-//! Series are keyed by `file`, `line`, `function` and `module` (empty for built-in code). Rows with
-//! the same tag text are summed first: duplicate series would make a scraper reject the whole file.
-//! No sample carries a timestamp, which the node_exporter textfile collector does not accept.
+//! The Prometheus series are labelled so that a site can be followed across kernel builds:
+//! `function`, `file`, `module` (empty for built-in code) and the kernel `release`; the sites of
+//! one function in one file and module are summed, unless `--line-label` makes the line a label
+//! too. See [`crate::format::exposition`].
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::Write;
+use std::path::Path;
 
 use serde::Serialize;
 
 use crate::cli::{ExportArgs, ExportFormat};
-use crate::cmd::write_data;
+use crate::cmd::write_stream;
 use crate::error::{Error, Result};
+use crate::format::exposition::{self, Exposition, TextFormat};
+use crate::format::select::{Order, Selection};
 use crate::format::{csv, folded, pprof};
 use crate::nodes::NodeProfile;
-use crate::profile::{Profile, Site, SiteTotals, SnapshotMeta, Version};
+use crate::profile::{Profile, SnapshotMeta, Version};
+use crate::source::PROC_ALLOCINFO;
+
+/// Where the running kernel says its release (`uname -r`).
+const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
 
 /// One exposed series.
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -36,164 +44,70 @@ pub struct Family {
     pub samples: Vec<Sample>,
 }
 
-/// The label names, in the order they are printed; `node` only with --by-node.
-const LABELS: [&str; 5] = ["file", "line", "function", "module", "node"];
+/// The input the export reads, with what its formats need to know of it.
+pub enum Input<'a> {
+    Sites(&'a Profile),
+    Nodes(&'a NodeProfile),
+}
 
-/// The sites (rows with the same tag text summed) that pass the filters and --min-size.
-pub fn selected_sites<'a>(profile: &'a Profile, args: &ExportArgs) -> Vec<(&'a Site, SiteTotals)> {
-    let filter = args.filter.to_filter(None);
-    profile
-        .by_site()
-        .into_iter()
-        .filter(|(site, t)| {
-            filter.matches_site(site) && args.min_size.is_none_or(|m| t.bytes >= i128::from(m))
+impl<'a> Input<'a> {
+    /// The selected rows in `order`.
+    fn select(&self, args: &ExportArgs, order: Order) -> Selection<'a> {
+        let filter = args.filter.to_filter(None);
+        match *self {
+            Input::Sites(p) => Selection::of_profile(p, &filter, args.min_size, order),
+            Input::Nodes(p) => Selection::of_nodes(p, &filter, args.min_size, order),
+        }
+    }
+
+    /// Whether the input says which sites are accurate: only version 2.0 does, and the nodes
+    /// (allocinfo_nodes and the ioctl records) always do. For 1.0 an empty
+    /// allocinfo_inaccurate family would claim too much.
+    fn with_inaccurate(&self) -> bool {
+        match self {
+            Input::Sites(p) => p.version == Version::V2_0,
+            Input::Nodes(_) => true,
+        }
+    }
+
+    fn snapshot(&self) -> &Option<SnapshotMeta> {
+        match self {
+            Input::Sites(p) => &p.snapshot,
+            Input::Nodes(p) => &p.snapshot,
+        }
+    }
+
+    /// The pprof comment: what was read, from where.
+    fn comment(&self, source: &str) -> String {
+        match self {
+            Input::Sites(p) => format!("allocinfo {} from {source}", p.version.as_str()),
+            Input::Nodes(_) => format!("allocinfo nodes from {source}"),
+        }
+    }
+}
+
+/// The metric families of the series `input` exports, for `--json`.
+pub fn families(input: &Input<'_>, args: &ExportArgs, release: Option<&str>) -> Vec<Family> {
+    let sel = input.select(args, Order::Series);
+    exposition::families(input.with_inaccurate())
+        .iter()
+        .map(|f| Family {
+            name: f.name,
+            kind: f.kind,
+            unit: f.unit,
+            help: f.help,
+            samples: sel
+                .series(args.line_label)
+                .filter_map(|s| {
+                    let value = f.value(&s.totals)?;
+                    let labels = exposition::labels(&s, release)
+                        .map(|(name, v)| (name, v.to_string()))
+                        .collect();
+                    Some(Sample { labels, value })
+                })
+                .collect(),
         })
         .collect()
-}
-
-/// The (site, node) pairs (rows with the same tag text and node summed) that pass the filters and
-/// --min-size, which applies to each pair; by site, then node.
-pub fn selected_site_nodes<'a>(
-    profile: &'a NodeProfile,
-    args: &ExportArgs,
-) -> Vec<(&'a Site, u32, SiteTotals)> {
-    let filter = args.filter.to_filter(None);
-    profile
-        .by_site_node()
-        .into_iter()
-        .filter(|((site, _), t)| {
-            filter.matches_site(site) && args.min_size.is_none_or(|m| t.bytes >= i128::from(m))
-        })
-        .map(|((site, node), t)| (site, node, t))
-        .collect()
-}
-
-/// Builds the metric families for the sites of `profile` that pass the filters.
-pub fn families(profile: &Profile, args: &ExportArgs) -> Vec<Family> {
-    let samples = selected_sites(profile, args)
-        .into_iter()
-        .map(|(site, t)| (site, None, t));
-    // Only version 2.0 reports accuracy, so for 1.0 an empty family would claim too much.
-    families_of(samples, profile.version == Version::V2_0)
-}
-
-/// Builds the metric families for the (site, node) pairs of `profile` that pass the filters: the
-/// families of [`families`] with a `node` label.
-pub fn node_families(profile: &NodeProfile, args: &ExportArgs) -> Vec<Family> {
-    let samples = selected_site_nodes(profile, args)
-        .into_iter()
-        .map(|(site, node, t)| (site, Some(node), t));
-    // allocinfo_nodes and the ioctl records say which tags are accurate.
-    families_of(samples, true)
-}
-
-fn families_of<'a>(
-    samples: impl Iterator<Item = (&'a Site, Option<u32>, SiteTotals)>,
-    with_inaccurate: bool,
-) -> Vec<Family> {
-    let mut bytes = Vec::new();
-    let mut calls = Vec::new();
-    let mut inaccurate = Vec::new();
-    for (site, node, t) in samples {
-        let labels: BTreeMap<&'static str, String> = [
-            ("file", site.file.clone()),
-            ("line", site.line.to_string()),
-            ("function", site.function.clone()),
-            ("module", site.module.clone().unwrap_or_default()),
-        ]
-        .into_iter()
-        .chain(node.map(|n| ("node", n.to_string())))
-        .collect();
-        if t.inaccurate {
-            inaccurate.push(Sample {
-                labels: labels.clone(),
-                value: 1,
-            });
-        }
-        calls.push(Sample {
-            labels: labels.clone(),
-            value: t.calls,
-        });
-        bytes.push(Sample {
-            labels,
-            value: t.bytes,
-        });
-    }
-    let mut out = vec![
-        Family {
-            name: "allocinfo_bytes",
-            kind: "gauge",
-            unit: Some("bytes"),
-            help: "Bytes currently allocated from this call site, from /proc/allocinfo.",
-            samples: bytes,
-        },
-        Family {
-            name: "allocinfo_calls",
-            kind: "gauge",
-            unit: None,
-            help: "Live allocations (made and not yet freed) from this call site, from /proc/allocinfo.",
-            samples: calls,
-        },
-    ];
-    if with_inaccurate {
-        out.push(Family {
-            name: "allocinfo_inaccurate",
-            kind: "gauge",
-            unit: None,
-            help: "1 when the kernel marked this site's counters accurate:no (some allocations were not counted).",
-            samples: inaccurate,
-        });
-    }
-    out
-}
-
-/// Escapes a label value: backslash, double quote and line feed (the same in both formats).
-pub fn escape_label(value: &str) -> String {
-    let mut s = String::with_capacity(value.len());
-    for c in value.chars() {
-        match c {
-            '\\' => s.push_str("\\\\"),
-            '"' => s.push_str("\\\""),
-            '\n' => s.push_str("\\n"),
-            c => s.push(c),
-        }
-    }
-    s
-}
-
-/// Escapes HELP text: Prometheus escapes backslash and line feed; OpenMetrics also double quote.
-fn escape_help(text: &str, format: ExportFormat) -> String {
-    match format {
-        ExportFormat::Openmetrics => escape_label(text),
-        _ => text.replace('\\', "\\\\").replace('\n', "\\n"),
-    }
-}
-
-/// The whole exposition text.
-pub fn render(families: &[Family], format: ExportFormat) -> String {
-    let mut out = String::new();
-    for f in families {
-        let _ = writeln!(out, "# HELP {} {}", f.name, escape_help(f.help, format));
-        let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
-        if let (ExportFormat::Openmetrics, Some(unit)) = (format, f.unit) {
-            let _ = writeln!(out, "# UNIT {} {unit}", f.name);
-        }
-        for s in &f.samples {
-            out.push_str(f.name);
-            out.push('{');
-            let present = LABELS.iter().filter(|n| s.labels.contains_key(*n));
-            for (i, name) in present.enumerate() {
-                let value = s.labels.get(name).map_or("", String::as_str);
-                let sep = if i == 0 { "" } else { "," };
-                let _ = write!(out, "{sep}{name}=\"{}\"", escape_label(value));
-            }
-            let _ = writeln!(out, "}} {}", s.value);
-        }
-    }
-    if format == ExportFormat::Openmetrics {
-        out.push_str("# EOF\n");
-    }
-    out
 }
 
 #[derive(Serialize)]
@@ -202,57 +116,60 @@ struct ExportJson<'a> {
     families: &'a [Family],
 }
 
-/// Refuses `--by-node` with a format that has no place for the node (folded), before any input
-/// is read.
-pub fn check_by_node(args: &ExportArgs) -> Result<()> {
+/// Refuses the options a format has no place for, before any input is read: `--by-node` with
+/// folded, `--json` and `--line-label` outside the expositions, `--release` with csv and folded.
+pub fn check_args(args: &ExportArgs, json: bool) -> Result<()> {
+    let exposition = matches!(
+        args.format,
+        ExportFormat::Prometheus | ExportFormat::Openmetrics
+    );
     if args.by_node && args.format == ExportFormat::Folded {
         return Err(Error::Usage(
             "--by-node applies to export -f prometheus, openmetrics, csv and pprof, not folded"
                 .into(),
         ));
     }
+    if json && !exposition {
+        return Err(Error::Usage(
+            "--json applies to export -f prometheus and openmetrics only".into(),
+        ));
+    }
+    if args.line_label && !exposition {
+        return Err(Error::Usage(
+            "--line-label applies to export -f prometheus and openmetrics only (the others keep \
+             the line)"
+                .into(),
+        ));
+    }
+    if args.release.is_some() && matches!(args.format, ExportFormat::Csv | ExportFormat::Folded) {
+        return Err(Error::Usage(
+            "--release applies to export -f prometheus, openmetrics and pprof".into(),
+        ));
+    }
     Ok(())
 }
 
-/// Runs `export --by-node`: as [`run`], one sample (or CSV line) per site and node.
-pub fn run_nodes(
-    profile: &NodeProfile,
-    source: &str,
-    now_ms: i64,
-    args: &ExportArgs,
-    json: bool,
-    out: &mut dyn Write,
-) -> Result<()> {
-    check_by_node(args)?;
-    let data = match args.format {
-        ExportFormat::Prometheus | ExportFormat::Openmetrics => {
-            exposition(&node_families(profile, args), args.format, json)?
-        }
-        _ if json => return Err(json_exposition_only()),
-        ExportFormat::Csv => csv::render_nodes(&selected_site_nodes(profile, args)).into_bytes(),
-        // Refused by check_by_node.
-        ExportFormat::Folded => Vec::new(),
-        ExportFormat::Pprof => {
-            let comment = format!("allocinfo nodes from {source}");
-            let sites = selected_site_nodes(profile, args);
-            pprof::render_nodes(&sites, pprof_time(&profile.snapshot, now_ms), &comment)
-        }
-    };
-    write_data(args.output.as_deref(), &data, out)
+/// Whether `input` (`-i`, or none) is the live /proc/allocinfo.
+pub fn is_live(input: Option<&Path>) -> bool {
+    input.is_none_or(|p| p == Path::new(PROC_ALLOCINFO))
 }
 
-/// The exposition text of `fams`, or its JSON form.
-fn exposition(fams: &[Family], format: ExportFormat, json: bool) -> Result<Vec<u8>> {
-    if json {
-        exposition_json(fams, format)
-    } else {
-        Ok(render(fams, format).into_bytes())
+/// The `release` label: `--release`, else for live input the running kernel's (`uname -r`),
+/// else none. csv and folded have no place for it.
+pub fn release(args: &ExportArgs, live: bool) -> Result<Option<String>> {
+    if let Some(r) = &args.release {
+        return Ok(Some(r.clone()));
     }
-}
-
-/// The refusal of `--json` with a format that is not an exposition.
-fn json_exposition_only() -> Error {
-    Error::Usage("--json applies to export -f prometheus and openmetrics only".into())
+    if !live || matches!(args.format, ExportFormat::Csv | ExportFormat::Folded) {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(OSRELEASE).map_err(|e| {
+        Error::io(
+            format!("cannot read the kernel release from {OSRELEASE}"),
+            e,
+        )
+    })?;
+    Ok(Some(text.trim_end().to_string()))
 }
 
 /// The time of a pprof profile: a snapshot's own, else `now_ms` (read from a live source).
@@ -260,45 +177,74 @@ fn pprof_time(snapshot: &Option<SnapshotMeta>, now_ms: i64) -> i64 {
     snapshot.as_ref().map_or(now_ms, |m| m.unix_ms)
 }
 
-/// The JSON form of an exposition.
-fn exposition_json(fams: &[Family], format: ExportFormat) -> Result<Vec<u8>> {
-    let doc = ExportJson {
-        format: match format {
-            ExportFormat::Openmetrics => "openmetrics",
-            _ => "prometheus",
-        },
-        families: fams,
-    };
-    let mut s = serde_json::to_string_pretty(&doc)
-        .map_err(|e| Error::io("writing JSON", std::io::Error::from(e)))?;
-    s.push('\n');
-    Ok(s.into_bytes())
-}
-
-/// Runs `export`, printing or writing to `-o` the exposition (or its JSON form). `now_ms` stamps
-/// a pprof profile read from a live source; a snapshot keeps its own time.
+/// Runs `export`: writes the export of `input` to `-o` or `out` (`--json`: the families of the
+/// exposition as JSON). `source` names the input in the pprof comment; `now_ms` stamps a pprof
+/// profile read from a live source (a snapshot keeps its own time); `release` is the label.
 pub fn run(
-    profile: &Profile,
+    input: &Input<'_>,
     source: &str,
     now_ms: i64,
+    release: Option<&str>,
     args: &ExportArgs,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let data = match args.format {
-        ExportFormat::Prometheus | ExportFormat::Openmetrics => {
-            exposition(&families(profile, args), args.format, json)?
-        }
-        _ if json => return Err(json_exposition_only()),
-        ExportFormat::Csv => csv::render(&selected_sites(profile, args)).into_bytes(),
-        ExportFormat::Folded => folded::render(&selected_sites(profile, args)).into_bytes(),
-        ExportFormat::Pprof => {
-            let comment = format!("allocinfo {} from {source}", profile.version.as_str());
-            let sites = selected_sites(profile, args);
-            pprof::render(&sites, pprof_time(&profile.snapshot, now_ms), &comment)
-        }
+    check_args(args, json)?;
+    let output = args.output.as_deref();
+    let text_format = match args.format {
+        ExportFormat::Openmetrics => TextFormat::OpenMetrics,
+        _ => TextFormat::Prometheus,
     };
-    write_data(args.output.as_deref(), &data, out)
+    match args.format {
+        ExportFormat::Prometheus | ExportFormat::Openmetrics if json => {
+            let doc = ExportJson {
+                format: match text_format {
+                    TextFormat::OpenMetrics => "openmetrics",
+                    TextFormat::Prometheus => "prometheus",
+                },
+                families: &families(input, args, release),
+            };
+            write_stream(output, out, |w| {
+                serde_json::to_writer_pretty(&mut *w, &doc)?;
+                w.write_all(b"\n")
+            })
+        }
+        ExportFormat::Prometheus | ExportFormat::Openmetrics => {
+            let sel = input.select(args, Order::Series);
+            let exposition = Exposition {
+                format: text_format,
+                line_label: args.line_label,
+                release,
+                with_inaccurate: input.with_inaccurate(),
+            };
+            write_stream(output, out, |mut w| exposition.write(&sel, &mut w))
+        }
+        ExportFormat::Csv => {
+            let sel = input.select(args, Order::Tag);
+            let by_node = matches!(input, Input::Nodes(_));
+            write_stream(output, out, |mut w| {
+                csv::write(sel.sites(), by_node, &mut w)
+            })
+        }
+        ExportFormat::Folded => {
+            let sel = input.select(args, Order::Tag);
+            let sites: Vec<_> = sel.sites().map(|s| (s.site, s.totals)).collect();
+            let text = folded::render(&sites);
+            write_stream(output, out, |w| w.write_all(text.as_bytes()))
+        }
+        ExportFormat::Pprof => {
+            let sel = input.select(args, Order::Function);
+            let comment = input.comment(source);
+            let meta = pprof::Meta {
+                unix_ms: pprof_time(input.snapshot(), now_ms),
+                comment: &comment,
+                release,
+            };
+            write_stream(output, out, |mut w| {
+                pprof::write_sites(sel.sites(), &meta, &mut w)
+            })
+        }
+    }
 }
 
 #[cfg(test)]
@@ -308,6 +254,7 @@ mod tests {
     use crate::cmd::testdata::{capture, sample};
     use crate::parse::parse;
     use clap::Parser;
+    use std::path::Path;
 
     fn args(argv: &[&str]) -> ExportArgs {
         let mut full = vec!["allocinfo", "export"];
@@ -318,71 +265,124 @@ mod tests {
         }
     }
 
+    fn export(p: &Profile, release: Option<&str>, argv: &[&str]) -> String {
+        let a = args(argv);
+        capture(|out| run(&Input::Sites(p), "t", 0, release, &a, false, out))
+    }
+
     #[test]
     fn prometheus_text() {
-        let p = sample();
-        let text = capture(|out| run(&p, "t", 0, &args(&["--module", "ext4"]), false, out));
+        let text = export(&sample(), None, &["--module", "ext4"]);
         assert_eq!(
             text,
             "# HELP allocinfo_bytes Bytes currently allocated from this call site, from /proc/allocinfo.\n\
              # TYPE allocinfo_bytes gauge\n\
-             allocinfo_bytes{file=\"fs/ext4/inode.c\",line=\"55\",function=\"ext4_iget\",module=\"ext4\"} 16384\n\
-             allocinfo_bytes{file=\"fs/ext4/super.c\",line=\"100\",function=\"ext4_fill_super\",module=\"ext4\"} 1048576\n\
+             allocinfo_bytes{function=\"ext4_fill_super\",file=\"fs/ext4/super.c\",module=\"ext4\"} 1048576\n\
+             allocinfo_bytes{function=\"ext4_iget\",file=\"fs/ext4/inode.c\",module=\"ext4\"} 16384\n\
              # HELP allocinfo_calls Live allocations (made and not yet freed) from this call site, from /proc/allocinfo.\n\
              # TYPE allocinfo_calls gauge\n\
-             allocinfo_calls{file=\"fs/ext4/inode.c\",line=\"55\",function=\"ext4_iget\",module=\"ext4\"} 4\n\
-             allocinfo_calls{file=\"fs/ext4/super.c\",line=\"100\",function=\"ext4_fill_super\",module=\"ext4\"} 8\n"
+             allocinfo_calls{function=\"ext4_fill_super\",file=\"fs/ext4/super.c\",module=\"ext4\"} 8\n\
+             allocinfo_calls{function=\"ext4_iget\",file=\"fs/ext4/inode.c\",module=\"ext4\"} 4\n"
+        );
+    }
+
+    const TWO_LINES: &str = "allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n\
+         \x20         64        1 a.c:1 func:f accurate:no \n\
+         \x20         64        1 a.c:1 func:f \n\
+         \x20       4096        2 a.c:9 func:f \n\
+         \x20         -8        0 b\"\\.c:2 [m] func:g \n";
+
+    #[test]
+    fn lines_summed_unless_a_label() {
+        let p = parse(TWO_LINES).unwrap();
+        let text = export(&p, Some("6.12.1"), &["-f", "openmetrics"]);
+        assert_eq!(
+            text,
+            "# HELP allocinfo_bytes Bytes currently allocated from this call site, from /proc/allocinfo.\n\
+             # TYPE allocinfo_bytes gauge\n\
+             # UNIT allocinfo_bytes bytes\n\
+             allocinfo_bytes{function=\"f\",file=\"a.c\",module=\"\",release=\"6.12.1\"} 4224\n\
+             allocinfo_bytes{function=\"g\",file=\"b\\\"\\\\.c\",module=\"m\",release=\"6.12.1\"} -8\n\
+             # HELP allocinfo_calls Live allocations (made and not yet freed) from this call site, from /proc/allocinfo.\n\
+             # TYPE allocinfo_calls gauge\n\
+             allocinfo_calls{function=\"f\",file=\"a.c\",module=\"\",release=\"6.12.1\"} 4\n\
+             allocinfo_calls{function=\"g\",file=\"b\\\"\\\\.c\",module=\"m\",release=\"6.12.1\"} 0\n\
+             # HELP allocinfo_inaccurate 1 when the kernel marked this site's counters accurate:no (some allocations were not counted).\n\
+             # TYPE allocinfo_inaccurate gauge\n\
+             allocinfo_inaccurate{function=\"f\",file=\"a.c\",module=\"\",release=\"6.12.1\"} 1\n\
+             # EOF\n"
+        );
+        let text = export(&p, None, &["--line-label", "--function", "f"]);
+        let samples: Vec<_> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            [
+                "allocinfo_bytes{function=\"f\",file=\"a.c\",line=\"1\",module=\"\"} 128",
+                "allocinfo_bytes{function=\"f\",file=\"a.c\",line=\"9\",module=\"\"} 4096",
+                "allocinfo_calls{function=\"f\",file=\"a.c\",line=\"1\",module=\"\"} 2",
+                "allocinfo_calls{function=\"f\",file=\"a.c\",line=\"9\",module=\"\"} 2",
+                "allocinfo_inaccurate{function=\"f\",file=\"a.c\",line=\"1\",module=\"\"} 1",
+            ]
+        );
+        // --min-size drops the site a.c:1 (128 bytes), then a.c:9 alone makes f's series.
+        let text = export(&p, None, &["--min-size", "129"]);
+        let samples: Vec<_> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            [
+                "allocinfo_bytes{function=\"f\",file=\"a.c\",module=\"\"} 4096",
+                "allocinfo_calls{function=\"f\",file=\"a.c\",module=\"\"} 2",
+            ]
         );
     }
 
     #[test]
-    fn openmetrics_unit_eof_and_inaccurate() {
-        let p = parse(
-            "allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n\
-             \x20         64        1 a.c:1 func:f accurate:no \n\
-             \x20         64        1 a.c:1 func:f \n\
-             \x20         -8        0 b.c:2 func:g \n",
-        )
-        .unwrap();
-        let fams = families(&p, &args(&[]));
-        assert_eq!(fams.len(), 3);
-        assert_eq!(fams[0].samples[0].value, 128, "duplicate rows are summed");
-        assert_eq!(fams[2].samples.len(), 1);
-        let text = render(&fams, ExportFormat::Openmetrics);
-        assert!(text.contains("# TYPE allocinfo_bytes gauge\n# UNIT allocinfo_bytes bytes\n"));
-        assert!(text
-            .contains("allocinfo_bytes{file=\"b.c\",line=\"2\",function=\"g\",module=\"\"} -8\n"));
-        assert!(text.contains(
-            "allocinfo_inaccurate{file=\"a.c\",line=\"1\",function=\"f\",module=\"\"} 1\n"
+    fn options_refused_where_they_have_no_place() {
+        let refused = |argv: &[&str], json: bool| check_args(&args(argv), json).is_err();
+        assert!(refused(&["-f", "folded", "--by-node"], false));
+        assert!(refused(&["-f", "csv"], true));
+        assert!(refused(&["-f", "pprof", "--line-label"], false));
+        assert!(refused(&["-f", "csv", "--release", "6.12"], false));
+        assert!(!refused(&["-f", "pprof", "--release", "6.12"], false));
+        assert!(!refused(
+            &["-f", "openmetrics", "--line-label", "--release", "x"],
+            true
         ));
-        assert!(text.ends_with("} 1\n# EOF\n"));
-        assert_eq!(
-            families(&p, &args(&["--min-size", "100"]))[0].samples.len(),
-            1
-        );
     }
 
     #[test]
-    fn escaping() {
-        assert_eq!(escape_label(r#"a\b"c"#), r#"a\\b\"c"#);
-        assert_eq!(escape_label("x\ny"), "x\\ny");
+    fn release_label() {
+        let given = args(&["--release", "6.12.1-test"]);
         assert_eq!(
-            escape_help("a\\b\n\"", ExportFormat::Prometheus),
-            "a\\\\b\\n\""
+            release(&given, false).ok(),
+            Some(Some("6.12.1-test".into()))
         );
-        assert_eq!(escape_help("\"", ExportFormat::Openmetrics), "\\\"");
+        assert_eq!(release(&args(&[]), false).ok(), Some(None));
+        assert_eq!(release(&args(&["-f", "csv"]), true).ok(), Some(None));
+        assert!(is_live(None));
+        assert!(is_live(Some(Path::new("/proc/allocinfo"))));
+        assert!(!is_live(Some(Path::new("a.snap"))));
     }
 
     #[test]
     fn json_form() {
-        let json = capture(|out| run(&sample(), "t", 0, &args(&[]), true, out));
+        let p = sample();
+        let a = args(&["--release", "r1"]);
+        let json = capture(|out| run(&Input::Sites(&p), "t", 0, Some("r1"), &a, true, out));
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["format"], "prometheus");
         assert_eq!(v["families"][0]["name"], "allocinfo_bytes");
         assert_eq!(
             v["families"][0]["samples"].as_array().map(Vec::len),
             Some(7)
         );
-        assert_eq!(v["families"][1]["samples"][0]["labels"]["module"], "ext4");
-        assert_eq!(v["families"][1]["samples"][2]["labels"]["module"], "");
+        assert_eq!(
+            v["families"][1]["samples"][0],
+            serde_json::json!({
+                "labels": {"function": "__alloc_pages", "file": "mm/page_alloc.c",
+                           "module": "", "release": "r1"},
+                "value": 64
+            })
+        );
     }
 }

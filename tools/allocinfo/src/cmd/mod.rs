@@ -59,9 +59,24 @@ pub fn show_delta(bytes: i128, plain: bool) -> String {
 
 /// Writes `data` to `--output` as [`write_output`] does, or without one to standard output.
 pub fn write_data(output: Option<&Path>, data: &[u8], out: &mut dyn Write) -> Result<()> {
+    write_stream(output, out, |w| w.write_all(data))
+}
+
+/// Writes what `write` produces to `--output` as [`write_output`] does, or without one to `out`,
+/// through a buffer: the output is never held whole in memory.
+pub fn write_stream(
+    output: Option<&Path>,
+    out: &mut dyn Write,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<()> {
     match output {
-        Some(path) => write_output(path, data),
-        None => out.write_all(data).map_err(output_error),
+        Some(path) => write_output_with(path, write),
+        None => {
+            let mut buffered = io::BufWriter::with_capacity(1 << 16, out);
+            write(&mut buffered)
+                .and_then(|()| buffered.flush())
+                .map_err(output_error)
+        }
     }
 }
 
@@ -71,6 +86,14 @@ pub fn write_data(output: Option<&Path>, data: &[u8], out: &mut dyn Write) -> Re
 /// /dev/stdout) is written through, since renaming over it would replace it, and the tool runs as
 /// root. A directory is refused.
 pub fn write_output(path: &Path, data: &[u8]) -> Result<()> {
+    write_output_with(path, |w| w.write_all(data))
+}
+
+/// As [`write_output`], the data written by `write`.
+fn write_output_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<()> {
     let cannot = |e: io::Error| Error::io(format!("cannot write {}", path.display()), e);
     match fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => Err(Error::Refused(format!(
@@ -82,15 +105,22 @@ pub fn write_output(path: &Path, data: &[u8]) -> Result<()> {
             .create(true)
             .truncate(true)
             .open(path)
-            .and_then(|mut f| f.write_all(data))
+            .and_then(|f| {
+                let mut w = io::BufWriter::with_capacity(1 << 16, f);
+                write(&mut w)?;
+                w.flush()
+            })
             .map_err(cannot),
-        Ok(_) => write_atomically(path, data),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => write_atomically(path, data),
+        Ok(_) => write_atomically(path, write),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => write_atomically(path, write),
         Err(e) => Err(cannot(e)),
     }
 }
 
-fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| Error::Usage(format!("output path {} names no file", path.display())))?;
@@ -103,8 +133,10 @@ fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
         .write(true)
         .create_new(true)
         .open(&tmp);
-    let result = created.and_then(|mut f| {
-        f.write_all(data)?;
+    let result = created.and_then(|f| {
+        let mut w = io::BufWriter::with_capacity(1 << 16, f);
+        write(&mut w)?;
+        let f = w.into_inner().map_err(io::IntoInnerError::into_error)?;
         f.sync_all()?;
         fs::rename(&tmp, path)
     });

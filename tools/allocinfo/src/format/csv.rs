@@ -1,96 +1,88 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Sites as CSV (RFC 4180): one header line, then one line per site.
+//! Sites as CSV (RFC 4180, written by the `csv` crate): one header line, then one line per site.
+//!
+//! CRLF line ends; a field is quoted only when it holds a comma, a double quote or a line end,
+//! its quotes doubled. `module` is empty for built-in code.
 
-use std::fmt::Write as _;
+use std::io::{self, Write};
 
-use crate::profile::{Site, SiteTotals};
+use crate::format::select::SiteSum;
 
 /// The header line, without its line end.
 pub const HEADER: &str = "file,line,module,function,bytes,calls,calls_wrapped,inaccurate";
 
-/// Quotes a field when it holds a comma, a double quote or a line end; quotes are doubled.
-pub fn field(value: &str) -> String {
-    if value.contains([',', '"', '\r', '\n']) {
-        format!("\"{}\"", value.replace('"', "\"\""))
-    } else {
-        value.to_string()
-    }
-}
-
 /// The header line of `--by-node`, without its line end.
 pub const NODE_HEADER: &str = "file,line,module,function,node,bytes,calls,calls_wrapped,inaccurate";
 
-/// The whole file, CRLF line ends as RFC 4180 asks. `module` is empty for built-in code.
-pub fn render(sites: &[(&Site, SiteTotals)]) -> String {
-    let rows: Vec<_> = sites.iter().map(|&(site, t)| (site, None, t)).collect();
-    render_rows(HEADER, &rows)
-}
-
-/// As [`render`], one line per site and node, the node id in the column `node`.
-pub fn render_nodes(sites: &[(&Site, u32, SiteTotals)]) -> String {
-    let rows: Vec<_> = sites
-        .iter()
-        .map(|&(site, node, t)| (site, Some(node), t))
-        .collect();
-    render_rows(NODE_HEADER, &rows)
-}
-
-fn render_rows(header: &str, rows: &[(&Site, Option<u32>, SiteTotals)]) -> String {
-    let mut out = String::with_capacity(80 * (rows.len() + 1));
-    out.push_str(header);
-    out.push_str("\r\n");
-    for (site, node, t) in rows {
-        let _ = write!(
-            out,
-            "{},{},{},{},",
-            field(&site.file),
-            site.line,
-            field(site.module.as_deref().unwrap_or("")),
-            field(&site.function),
-        );
-        if let Some(node) = node {
-            let _ = write!(out, "{node},");
+/// Writes the header (with a `node` column when `by_node`), then one line per site.
+pub fn write<'a>(
+    sites: impl Iterator<Item = SiteSum<'a>>,
+    by_node: bool,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::CRLF)
+        .from_writer(out);
+    let header = if by_node { NODE_HEADER } else { HEADER };
+    w.write_record(header.split(','))?;
+    let mut number = itoa::Buffer::new();
+    for s in sites {
+        let (site, t) = (s.site, s.totals);
+        w.write_field(&site.file)?;
+        w.write_field(number.format(site.line))?;
+        w.write_field(site.module.as_deref().unwrap_or(""))?;
+        w.write_field(&site.function)?;
+        if by_node {
+            w.write_field(number.format(s.node.unwrap_or_default()))?;
         }
-        let _ = write!(
-            out,
-            "{},{},{},{}\r\n",
-            t.bytes,
-            t.calls,
-            u8::from(t.wrapped),
-            u8::from(t.inaccurate)
-        );
+        w.write_field(number.format(t.bytes))?;
+        w.write_field(number.format(t.calls))?;
+        w.write_field(if t.wrapped { "1" } else { "0" })?;
+        w.write_field(if t.inaccurate { "1" } else { "0" })?;
+        w.write_record(None::<&[u8]>)?;
     }
-    out
+    w.flush()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::{Site, SiteTotals};
 
-    #[test]
-    fn quoting_and_rows() {
-        assert_eq!(field("a,b"), "\"a,b\"");
-        assert_eq!(field("we\"ird"), "\"we\"\"ird\"");
-        assert_eq!(field("plain"), "plain");
-        let site = Site {
-            file: "fs/a,b.c".into(),
-            line: 7,
-            module: Some("m".into()),
-            function: "f".into(),
-        };
-        let t = SiteTotals {
+    fn render(site: &Site, node: Option<u32>) -> String {
+        let totals = SiteTotals {
             bytes: -4096,
             calls: -1,
             wrapped: true,
             inaccurate: false,
         };
+        let mut out = Vec::new();
+        let sum = SiteSum { site, node, totals };
+        write(std::iter::once(sum), node.is_some(), &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn quoting_and_rows() {
+        let mut site = Site {
+            file: "fs/a,b.c".into(),
+            line: 7,
+            module: Some("m".into()),
+            function: "f".into(),
+        };
         assert_eq!(
-            render(&[(&site, t)]),
+            render(&site, None),
             format!("{HEADER}\r\n\"fs/a,b.c\",7,m,f,-4096,-1,1,0\r\n")
         );
         assert_eq!(
-            render_nodes(&[(&site, 3, t)]),
+            render(&site, Some(3)),
             format!("{NODE_HEADER}\r\n\"fs/a,b.c\",7,m,f,3,-4096,-1,1,0\r\n")
+        );
+        site.file = "we\"ird\nx\ry z#.c".into();
+        site.module = None;
+        assert_eq!(
+            render(&site, None),
+            format!("{HEADER}\r\n\"we\"\"ird\nx\ry z#.c\",7,,f,-4096,-1,1,0\r\n")
         );
     }
 }

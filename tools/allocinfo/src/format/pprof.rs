@@ -1,125 +1,146 @@
 // SPDX-License-Identifier: GPL-2.0
-//! pprof's profile.proto, encoded by hand (the schema is small and stable): one sample per site
-//! with its live allocations and bytes, the site as a location with one line in its function.
+//! pprof's profile.proto through prost: one sample per site with its live allocations and
+//! bytes, the site as a location with one line in its function.
 //!
 //! [`render_capture`] encodes a context-capture report instead: one sample per captured stack,
 //! its frames as locations (leaf first), one function per symbol and module.
 //!
-//! Field numbers are those of github.com/google/pprof/proto/profile.proto. The output is not
-//! gzipped; pprof reads either.
+//! The messages mirror the part of github.com/google/pprof/proto/profile.proto this tool
+//! writes, with its field numbers. A site profile is streamed: each function, location and
+//! sample is encoded as a field of the profile as soon as it is known (protobuf allows a message's
+//! fields in any order and concatenates repeated ones), and the string table comes last. The
+//! output is not gzipped; pprof reads either.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::io::{self, Write};
+
+use prost::encoding::{self, WireType};
+use prost::Message;
 
 use crate::capture::{Frame, Report};
-use crate::profile::{Site, SiteTotals, BUILTIN_MODULE};
+use crate::format::select::SiteSum;
+use crate::profile::{Site, BUILTIN_MODULE};
 
-/// Protocol buffer wire types.
-const VARINT: u64 = 0;
-const LEN: u64 = 2;
-
-/// A protocol buffer message under construction.
-#[derive(Default)]
-struct Message(Vec<u8>);
-
-impl Message {
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
-    }
-
-    fn key(&mut self, field: u64, wire: u64) {
-        self.varint(field << 3 | wire);
-    }
-
-    /// An `int64` or `uint64` field; zero is the default and is left out.
-    fn int(&mut self, field: u64, v: i64) {
-        if v != 0 {
-            self.key(field, VARINT);
-            // int64 is encoded as its two's complement bits (ten bytes when negative).
-            self.varint(u64::from_ne_bytes(v.to_ne_bytes()));
-        }
-    }
-
-    fn bytes(&mut self, field: u64, data: &[u8]) {
-        self.key(field, LEN);
-        self.varint(data.len() as u64);
-        self.0.extend_from_slice(data);
-    }
-
-    fn message(&mut self, field: u64, m: Message) {
-        self.bytes(field, &m.0);
-    }
-
-    /// A packed repeated `int64`/`uint64` field.
-    fn packed(&mut self, field: u64, values: &[i64]) {
-        let mut inner = Message::default();
-        for &v in values {
-            inner.varint(u64::from_ne_bytes(v.to_ne_bytes()));
-        }
-        self.bytes(field, &inner.0);
-    }
+/// A profile (profile.proto's `Profile`, without mappings and the fields this tool leaves
+/// unset).
+#[derive(Clone, PartialEq, Message)]
+pub struct Profile {
+    #[prost(message, repeated, tag = "1")]
+    pub sample_type: Vec<ValueType>,
+    #[prost(message, repeated, tag = "2")]
+    pub sample: Vec<Sample>,
+    #[prost(message, repeated, tag = "4")]
+    pub location: Vec<Location>,
+    #[prost(message, repeated, tag = "5")]
+    pub function: Vec<Function>,
+    /// Index 0 is the empty string, as the format requires.
+    #[prost(string, repeated, tag = "6")]
+    pub string_table: Vec<String>,
+    #[prost(int64, tag = "9")]
+    pub time_nanos: i64,
+    #[prost(int64, repeated, tag = "13")]
+    pub comment: Vec<i64>,
+    #[prost(int64, tag = "14")]
+    pub default_sample_type: i64,
 }
 
-/// The string table: index 0 is the empty string, as the format requires.
-struct Strings {
-    index: HashMap<String, i64>,
-    table: Vec<String>,
+/// The type and unit of a sample value, as string table indices.
+#[derive(Clone, PartialEq, Message)]
+pub struct ValueType {
+    #[prost(int64, tag = "1")]
+    pub r#type: i64,
+    #[prost(int64, tag = "2")]
+    pub unit: i64,
 }
 
-impl Strings {
+/// One sample: its stack (leaf first), one value per sample type, its labels.
+#[derive(Clone, PartialEq, Message)]
+pub struct Sample {
+    #[prost(uint64, repeated, tag = "1")]
+    pub location_id: Vec<u64>,
+    #[prost(int64, repeated, tag = "2")]
+    pub value: Vec<i64>,
+    #[prost(message, repeated, tag = "3")]
+    pub label: Vec<Label>,
+}
+
+/// A string label: key and value as string table indices.
+#[derive(Clone, PartialEq, Message)]
+pub struct Label {
+    #[prost(int64, tag = "1")]
+    pub key: i64,
+    #[prost(int64, tag = "2")]
+    pub str: i64,
+}
+
+/// A location: its id (from 1) and its lines.
+#[derive(Clone, PartialEq, Message)]
+pub struct Location {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(message, repeated, tag = "4")]
+    pub line: Vec<Line>,
+}
+
+/// A source line in a function.
+#[derive(Clone, PartialEq, Message)]
+pub struct Line {
+    #[prost(uint64, tag = "1")]
+    pub function_id: u64,
+    #[prost(int64, tag = "2")]
+    pub line: i64,
+}
+
+/// A function: its id (from 1), names and file as string table indices.
+#[derive(Clone, PartialEq, Message)]
+pub struct Function {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(int64, tag = "2")]
+    pub name: i64,
+    #[prost(int64, tag = "3")]
+    pub system_name: i64,
+    #[prost(int64, tag = "4")]
+    pub filename: i64,
+}
+
+/// Field numbers of `Profile`, for the fields written one by one.
+mod tag {
+    pub const SAMPLE_TYPE: u32 = 1;
+    pub const SAMPLE: u32 = 2;
+    pub const LOCATION: u32 = 4;
+    pub const FUNCTION: u32 = 5;
+    pub const STRING_TABLE: u32 = 6;
+    pub const TIME_NANOS: u32 = 9;
+    pub const COMMENT: u32 = 13;
+    pub const DEFAULT_SAMPLE_TYPE: u32 = 14;
+}
+
+/// The string table: index 0 is the empty string. Names borrowed from the profile are not copied.
+struct Strings<'a> {
+    index: HashMap<Cow<'a, str>, i64>,
+    table: Vec<Cow<'a, str>>,
+}
+
+impl<'a> Strings<'a> {
     fn new() -> Self {
         Strings {
-            index: HashMap::from([(String::new(), 0)]),
-            table: vec![String::new()],
+            index: HashMap::from([(Cow::Borrowed(""), 0)]),
+            table: vec![Cow::Borrowed("")],
         }
     }
 
-    fn id(&mut self, s: &str) -> i64 {
-        if let Some(&i) = self.index.get(s) {
+    fn id(&mut self, s: impl Into<Cow<'a, str>>) -> i64 {
+        let s = s.into();
+        if let Some(&i) = self.index.get(s.as_ref()) {
             return i;
         }
         let i = self.table.len() as i64;
-        self.index.insert(s.to_string(), i);
-        self.table.push(s.to_string());
+        self.table.push(s.clone());
+        self.index.insert(s, i);
         i
     }
-}
-
-// Field numbers of profile.proto.
-mod field {
-    pub const PROFILE_SAMPLE_TYPE: u64 = 1;
-    pub const PROFILE_SAMPLE: u64 = 2;
-    pub const PROFILE_LOCATION: u64 = 4;
-    pub const PROFILE_FUNCTION: u64 = 5;
-    pub const PROFILE_STRING_TABLE: u64 = 6;
-    pub const PROFILE_TIME_NANOS: u64 = 9;
-    pub const PROFILE_COMMENT: u64 = 13;
-    pub const PROFILE_DEFAULT_SAMPLE_TYPE: u64 = 14;
-    pub const VALUE_TYPE_TYPE: u64 = 1;
-    pub const VALUE_TYPE_UNIT: u64 = 2;
-    pub const SAMPLE_LOCATION_ID: u64 = 1;
-    pub const SAMPLE_VALUE: u64 = 2;
-    pub const SAMPLE_LABEL: u64 = 3;
-    pub const LABEL_KEY: u64 = 1;
-    pub const LABEL_STR: u64 = 2;
-    pub const LOCATION_ID: u64 = 1;
-    pub const LOCATION_LINE: u64 = 4;
-    pub const LINE_FUNCTION_ID: u64 = 1;
-    pub const LINE_LINE: u64 = 2;
-    pub const FUNCTION_ID: u64 = 1;
-    pub const FUNCTION_NAME: u64 = 2;
-    pub const FUNCTION_SYSTEM_NAME: u64 = 3;
-    pub const FUNCTION_FILENAME: u64 = 4;
-}
-
-fn value_type(strings: &mut Strings, kind: &str, unit: &str) -> Message {
-    let mut m = Message::default();
-    m.int(field::VALUE_TYPE_TYPE, strings.id(kind));
-    m.int(field::VALUE_TYPE_UNIT, strings.id(unit));
-    m
 }
 
 /// Saturates a wide counter into the int64 pprof stores.
@@ -127,167 +148,183 @@ fn saturate(v: i128) -> i64 {
     i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
 }
 
-/// A profile with the sample types inuse_objects/count and inuse_space/bytes.
-fn start() -> (Strings, Message) {
-    let mut strings = Strings::new();
-    let mut profile = Message::default();
-    let objects = value_type(&mut strings, "inuse_objects", "count");
-    profile.message(field::PROFILE_SAMPLE_TYPE, objects);
-    let space = value_type(&mut strings, "inuse_space", "bytes");
-    profile.message(field::PROFILE_SAMPLE_TYPE, space);
-    (strings, profile)
-}
-
-/// The time, comment, default type (inuse_space) and string table that end a profile.
-fn finish(mut strings: Strings, mut profile: Message, unix_ms: i64, comment: &str) -> Vec<u8> {
-    profile.int(field::PROFILE_TIME_NANOS, unix_ms.saturating_mul(1_000_000));
-    let comment = strings.id(comment);
-    profile.packed(field::PROFILE_COMMENT, &[comment]);
-    let default_type = strings.id("inuse_space");
-    profile.int(field::PROFILE_DEFAULT_SAMPLE_TYPE, default_type);
-    for s in &strings.table {
-        profile.bytes(field::PROFILE_STRING_TABLE, s.as_bytes());
-    }
-    profile.0
+/// The sample types inuse_objects/count and inuse_space/bytes.
+fn sample_types(strings: &mut Strings<'_>) -> Vec<ValueType> {
+    [("inuse_objects", "count"), ("inuse_space", "bytes")]
+        .into_iter()
+        .map(|(kind, unit)| ValueType {
+            r#type: strings.id(kind),
+            unit: strings.id(unit),
+        })
+        .collect()
 }
 
 /// A string label.
-fn label(strings: &mut Strings, key: &str, value: &str) -> Message {
-    let mut label = Message::default();
-    label.int(field::LABEL_KEY, strings.id(key));
-    label.int(field::LABEL_STR, strings.id(value));
-    label
-}
-
-/// The encoded profile. `unix_ms` is when the data was read; `comment` says from where.
-pub fn render(sites: &[(&Site, SiteTotals)], unix_ms: i64, comment: &str) -> Vec<u8> {
-    let samples: Vec<_> = sites.iter().map(|&(site, t)| (site, None, t)).collect();
-    render_samples(&samples, unix_ms, comment)
-}
-
-/// As [`render`], one sample per site and node, with the node id as the string label `node`
-/// (`"1"`); the samples of one site share its location.
-pub fn render_nodes(sites: &[(&Site, u32, SiteTotals)], unix_ms: i64, comment: &str) -> Vec<u8> {
-    let samples: Vec<_> = sites
-        .iter()
-        .map(|&(site, node, t)| (site, Some(node), t))
-        .collect();
-    render_samples(&samples, unix_ms, comment)
-}
-
-fn render_samples(
-    sites: &[(&Site, Option<u32>, SiteTotals)],
-    unix_ms: i64,
-    comment: &str,
-) -> Vec<u8> {
-    let (mut strings, mut profile) = start();
-
-    // Interned first, as it always was: the output stays byte for byte the same.
-    strings.id("module");
-    // One function per (name, file): sites on several lines of a function share it.
-    let mut functions: HashMap<(&str, &str), i64> = HashMap::new();
-    // One location per site: the samples of its nodes share it.
-    let mut locations: HashMap<&Site, i64> = HashMap::new();
-    for (site, node, t) in sites {
-        let next_id = functions.len() as i64 + 1;
-        let function_id = *functions
-            .entry((site.function.as_str(), site.file.as_str()))
-            .or_insert_with(|| {
-                let mut f = Message::default();
-                f.int(field::FUNCTION_ID, next_id);
-                let name = strings.id(&site.function);
-                f.int(field::FUNCTION_NAME, name);
-                f.int(field::FUNCTION_SYSTEM_NAME, name);
-                f.int(field::FUNCTION_FILENAME, strings.id(&site.file));
-                profile.message(field::PROFILE_FUNCTION, f);
-                next_id
-            });
-
-        let next_id = locations.len() as i64 + 1;
-        let location_id = *locations.entry(site).or_insert_with(|| {
-            let mut line = Message::default();
-            line.int(field::LINE_FUNCTION_ID, function_id);
-            line.int(field::LINE_LINE, i64::from(site.line));
-            let mut location = Message::default();
-            location.int(field::LOCATION_ID, next_id);
-            location.message(field::LOCATION_LINE, line);
-            profile.message(field::PROFILE_LOCATION, location);
-            next_id
-        });
-
-        let module = label(&mut strings, "module", site.module_or_vmlinux());
-        let mut sample = Message::default();
-        sample.packed(field::SAMPLE_LOCATION_ID, &[location_id]);
-        sample.packed(field::SAMPLE_VALUE, &[saturate(t.calls), saturate(t.bytes)]);
-        sample.message(field::SAMPLE_LABEL, module);
-        if let Some(node) = node {
-            let node = label(&mut strings, "node", &node.to_string());
-            sample.message(field::SAMPLE_LABEL, node);
-        }
-        profile.message(field::PROFILE_SAMPLE, sample);
+fn label<'a>(strings: &mut Strings<'a>, key: &'a str, value: impl Into<Cow<'a, str>>) -> Label {
+    Label {
+        key: strings.id(key),
+        str: strings.id(value),
     }
-    finish(strings, profile, unix_ms, comment)
+}
+
+/// What a site profile says besides its samples.
+#[derive(Clone, Copy, Debug)]
+pub struct Meta<'a> {
+    /// When the data was read, in milliseconds since the Unix epoch.
+    pub unix_ms: i64,
+    /// Where the data was read from.
+    pub comment: &'a str,
+    /// The kernel release, as the sample label `release`, when known.
+    pub release: Option<&'a str>,
+}
+
+/// Writes the profile of `sites`: one sample per site (and node: the string label `node`,
+/// `"1"`), labelled with its module (`vmlinux` for built-in code). The sites of one function
+/// (name and file) must be adjacent, and the nodes of one site too ([`Order::Function`]): each
+/// function and location is then written once, when its first sample is.
+///
+/// [`Order::Function`]: crate::format::select::Order::Function
+pub fn write_sites<'a>(
+    sites: impl Iterator<Item = SiteSum<'a>>,
+    meta: &Meta<'a>,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let mut strings = Strings::new();
+    let mut buf = Vec::with_capacity(1 << 16);
+    for t in sample_types(&mut strings) {
+        encoding::message::encode(tag::SAMPLE_TYPE, &t, &mut buf);
+    }
+    let mut node_names: HashMap<u32, i64> = HashMap::new();
+    let mut function = Function::default();
+    let mut location = Location {
+        id: 0,
+        line: vec![Line::default()],
+    };
+    let mut sample = Sample::default();
+    let mut last_function: Option<(&str, &str)> = None;
+    let mut last_site: Option<&Site> = None;
+    for s in sites {
+        let site = s.site;
+        let key = (site.function.as_str(), site.file.as_str());
+        if last_function != Some(key) {
+            last_function = Some(key);
+            function.id += 1;
+            function.name = strings.id(key.0);
+            function.system_name = function.name;
+            function.filename = strings.id(key.1);
+            encoding::message::encode(tag::FUNCTION, &function, &mut buf);
+        }
+        if last_site != Some(site) {
+            last_site = Some(site);
+            location.id += 1;
+            location.line[0] = Line {
+                function_id: function.id,
+                line: i64::from(site.line),
+            };
+            encoding::message::encode(tag::LOCATION, &location, &mut buf);
+        }
+        sample.location_id.clear();
+        sample.location_id.push(location.id);
+        sample.value.clear();
+        sample
+            .value
+            .extend([saturate(s.totals.calls), saturate(s.totals.bytes)]);
+        sample.label.clear();
+        sample
+            .label
+            .push(label(&mut strings, "module", site.module_or_vmlinux()));
+        if let Some(node) = s.node {
+            let key = strings.id("node");
+            let value = *node_names
+                .entry(node)
+                .or_insert_with(|| strings.id(node.to_string()));
+            sample.label.push(Label { key, str: value });
+        }
+        if let Some(release) = meta.release {
+            sample.label.push(label(&mut strings, "release", release));
+        }
+        encoding::message::encode(tag::SAMPLE, &sample, &mut buf);
+        if buf.len() >= 1 << 16 {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    encoding::int64::encode(
+        tag::TIME_NANOS,
+        &meta.unix_ms.saturating_mul(1_000_000),
+        &mut buf,
+    );
+    encoding::int64::encode_packed(tag::COMMENT, &[strings.id(meta.comment)], &mut buf);
+    encoding::int64::encode(
+        tag::DEFAULT_SAMPLE_TYPE,
+        &strings.id("inuse_space"),
+        &mut buf,
+    );
+    for s in &strings.table {
+        encoding::encode_key(tag::STRING_TABLE, WireType::LengthDelimited, &mut buf);
+        encoding::encode_varint(s.len() as u64, &mut buf);
+        buf.extend_from_slice(s.as_bytes());
+        if buf.len() >= 1 << 16 {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    out.write_all(&buf)
 }
 
 /// The synthetic outermost frame of a site's `other` bucket (stacks past the kernel's cap).
 pub const OTHER_STACKS: &str = "[other stacks]";
 
-/// Functions and locations of a capture profile, each made once.
-#[derive(Default)]
-struct Frames {
+/// A capture profile under construction: functions and locations, each made once.
+struct CaptureProfile<'a> {
+    strings: Strings<'a>,
+    profile: Profile,
     /// (name, module) to function id: two modules' static functions of one name stay apart.
-    functions: HashMap<(String, Option<String>), i64>,
+    functions: HashMap<(&'a str, Option<&'a str>), u64>,
     /// Frame text (or a synthetic frame's function) to location id.
-    locations: HashMap<String, i64>,
+    locations: HashMap<String, u64>,
 }
 
-impl Frames {
-    fn function(
-        &mut self,
-        strings: &mut Strings,
-        profile: &mut Message,
-        name: &str,
-        filename: &str,
-        module: Option<&str>,
-    ) -> i64 {
-        let key = (name.to_string(), module.map(str::to_string));
-        let next_id = self.functions.len() as i64 + 1;
-        *self.functions.entry(key).or_insert_with(|| {
-            let mut f = Message::default();
-            f.int(field::FUNCTION_ID, next_id);
-            let name = strings.id(name);
-            f.int(field::FUNCTION_NAME, name);
-            f.int(field::FUNCTION_SYSTEM_NAME, name);
-            f.int(field::FUNCTION_FILENAME, strings.id(filename));
-            profile.message(field::PROFILE_FUNCTION, f);
+impl<'a> CaptureProfile<'a> {
+    fn function(&mut self, name: &'a str, filename: &'a str, module: Option<&'a str>) -> u64 {
+        let next_id = self.functions.len() as u64 + 1;
+        *self.functions.entry((name, module)).or_insert_with(|| {
+            let name = self.strings.id(name);
+            self.profile.function.push(Function {
+                id: next_id,
+                name,
+                system_name: name,
+                filename: self.strings.id(filename),
+            });
             next_id
         })
     }
 
     /// The location of `key`, made with one line in `function_id` if new.
-    fn location(&mut self, profile: &mut Message, key: String, function_id: i64) -> i64 {
-        let next_id = self.locations.len() as i64 + 1;
+    fn location(&mut self, key: String, function_id: u64) -> u64 {
+        let next_id = self.locations.len() as u64 + 1;
         *self.locations.entry(key).or_insert_with(|| {
-            let mut line = Message::default();
-            line.int(field::LINE_FUNCTION_ID, function_id);
-            let mut location = Message::default();
-            location.int(field::LOCATION_ID, next_id);
-            location.message(field::LOCATION_LINE, line);
-            profile.message(field::PROFILE_LOCATION, location);
+            self.profile.location.push(Location {
+                id: next_id,
+                line: vec![Line {
+                    function_id,
+                    line: 0,
+                }],
+            });
             next_id
         })
     }
 
     /// A frame of a captured stack: its function's file name is the module (`vmlinux` for
     /// built-in code; empty for a bare address, whose module is unknown).
-    fn frame(&mut self, strings: &mut Strings, profile: &mut Message, f: &Frame) -> i64 {
+    fn frame(&mut self, f: &'a Frame) -> u64 {
         let filename = match (&f.module, f.offset) {
             (Some(m), _) => m.as_str(),
             (None, Some(_)) => BUILTIN_MODULE,
             (None, None) => "",
         };
-        let id = self.function(strings, profile, &f.function, filename, f.module.as_deref());
-        self.location(profile, format!("frame {}", f.text), id)
+        let id = self.function(&f.function, filename, f.module.as_deref());
+        self.location(format!("frame {}", f.text), id)
     }
 }
 
@@ -297,124 +334,92 @@ impl Frames {
 /// bucket is a sample of two frames, the site's function under [`OTHER_STACKS`]. Stacks of 0
 /// calls and 0 bytes are left out.
 pub fn render_capture(report: &Report, unix_ms: i64, comment: &str) -> Vec<u8> {
-    let (mut strings, mut profile) = start();
-    let mut frames = Frames::default();
+    let mut strings = Strings::new();
+    let sample_type = sample_types(&mut strings);
+    let mut p = CaptureProfile {
+        strings,
+        profile: Profile {
+            sample_type,
+            ..Profile::default()
+        },
+        functions: HashMap::new(),
+        locations: HashMap::new(),
+    };
     for site in &report.sites {
         let s = &site.site;
         let module = s.module_or_vmlinux();
-        let mut samples: Vec<(Vec<i64>, i64, i64)> = Vec::new();
+        let mut stacks: Vec<(Vec<u64>, i64, i64)> = Vec::new();
         for stack in site
             .stacks
             .iter()
             .filter(|st| st.bytes != 0 || st.calls != 0)
         {
-            let ids = stack
-                .frames
-                .iter()
-                .map(|f| frames.frame(&mut strings, &mut profile, f))
-                .collect();
-            samples.push((ids, stack.calls, stack.bytes));
+            let ids = stack.frames.iter().map(|f| p.frame(f)).collect();
+            stacks.push((ids, stack.calls, stack.bytes));
         }
         if let Some(o) = site.other.as_ref().filter(|o| o.bytes != 0 || o.calls != 0) {
-            let own = frames.function(
-                &mut strings,
-                &mut profile,
-                &s.function,
-                module,
-                s.module.as_deref(),
-            );
-            let own = frames.location(&mut profile, format!("site {}", s.tag_text()), own);
-            let other = frames.function(&mut strings, &mut profile, OTHER_STACKS, "", None);
-            let other = frames.location(&mut profile, OTHER_STACKS.to_string(), other);
-            samples.push((vec![own, other], o.calls, o.bytes));
+            let own = p.function(&s.function, module, s.module.as_deref());
+            let own = p.location(format!("site {}", s.tag_text()), own);
+            let other = p.function(OTHER_STACKS, "", None);
+            let other = p.location(OTHER_STACKS.to_string(), other);
+            stacks.push((vec![own, other], o.calls, o.bytes));
         }
-        for (ids, calls, bytes) in samples {
-            let mut sample = Message::default();
-            sample.packed(field::SAMPLE_LOCATION_ID, &ids);
-            sample.packed(field::SAMPLE_VALUE, &[calls, bytes]);
-            let site_text = format!("{}:{}", s.file, s.line);
-            for (key, value) in [
-                ("site", site_text.as_str()),
-                ("site_function", s.function.as_str()),
-                ("module", module),
-            ] {
-                let l = label(&mut strings, key, value);
-                sample.message(field::SAMPLE_LABEL, l);
-            }
-            profile.message(field::PROFILE_SAMPLE, sample);
+        let site_text = format!("{}:{}", s.file, s.line);
+        for (location_id, calls, bytes) in stacks {
+            let label = [
+                ("site", Cow::Owned(site_text.clone())),
+                ("site_function", Cow::Borrowed(s.function.as_str())),
+                ("module", Cow::Borrowed(module)),
+            ]
+            .into_iter()
+            .map(|(key, value)| label(&mut p.strings, key, value))
+            .collect();
+            p.profile.sample.push(Sample {
+                location_id,
+                value: vec![calls, bytes],
+                label,
+            });
         }
     }
-    finish(strings, profile, unix_ms, comment)
+    let mut profile = p.profile;
+    let mut strings = p.strings;
+    profile.time_nanos = unix_ms.saturating_mul(1_000_000);
+    profile.comment = vec![strings.id(comment.to_string())];
+    profile.default_sample_type = strings.id("inuse_space");
+    profile.string_table = strings.table.into_iter().map(Cow::into_owned).collect();
+    profile.encode_to_vec()
 }
-
-/// The decoder the tests read the profiles back with, shared with the end-to-end tests.
-#[cfg(test)]
-#[path = "../../tests/proto/mod.rs"]
-mod proto;
 
 #[cfg(test)]
 mod tests {
-    use super::proto::{decode, int, messages, packed};
     use super::*;
-
-    #[test]
-    fn varints_match_the_wire_format() {
-        let mut m = Message::default();
-        m.varint(300);
-        assert_eq!(m.0, [0xac, 0x02]);
-        let mut m = Message::default();
-        m.int(2, -1);
-        assert_eq!(
-            m.0,
-            [0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]
-        );
-        let mut m = Message::default();
-        m.int(2, 0);
-        assert!(m.0.is_empty());
-        let mut m = Message::default();
-        m.packed(1, &[3, 270]);
-        assert_eq!(m.0, [0x0a, 0x03, 0x03, 0x8e, 0x02]);
-    }
+    use crate::profile::SiteTotals;
 
     /// One decoded sample: its frames leaf first as `function@filename`, values, labels.
-    type Sample = (Vec<String>, Vec<u64>, Vec<(String, String)>);
+    type Decoded = (Vec<String>, Vec<i64>, Vec<(String, String)>);
 
-    /// The samples of a profile, with the string table, functions and locations resolved.
-    fn samples(data: &[u8]) -> (Vec<String>, Vec<Sample>) {
-        use field::*;
-        let p = decode(data);
-        let strings: Vec<String> = messages(&p, PROFILE_STRING_TABLE)
-            .into_iter()
-            .map(|b| String::from_utf8(b).unwrap())
-            .collect();
-        assert_eq!(strings[0], "");
-        let s = |i: u64| strings[i as usize].clone();
+    /// The samples of a profile, with the string table, functions and locations resolved, and
+    /// its comments.
+    fn samples(data: &[u8]) -> (Vec<String>, Vec<Decoded>) {
+        let p = Profile::decode(data).unwrap();
+        assert_eq!(p.string_table[0], "");
+        let s = |i: i64| p.string_table[i as usize].clone();
         let mut functions = HashMap::new();
-        for f in messages(&p, PROFILE_FUNCTION) {
-            let f = decode(&f);
-            assert_eq!(int(&f, FUNCTION_NAME), int(&f, FUNCTION_SYSTEM_NAME));
-            let name = format!(
-                "{}@{}",
-                s(int(&f, FUNCTION_NAME)),
-                s(int(&f, FUNCTION_FILENAME))
-            );
-            assert!(functions.insert(int(&f, FUNCTION_ID), name).is_none());
+        for f in &p.function {
+            assert_eq!(f.name, f.system_name);
+            let name = format!("{}@{}", s(f.name), s(f.filename));
+            assert!(functions.insert(f.id, name).is_none());
         }
         let mut locations = HashMap::new();
-        for l in messages(&p, PROFILE_LOCATION) {
-            let l = decode(&l);
-            let lines = messages(&l, LOCATION_LINE);
-            assert_eq!(lines.len(), 1);
-            let line = decode(&lines[0]);
-            let f = functions[&int(&line, LINE_FUNCTION_ID)].clone();
-            assert!(locations.insert(int(&l, LOCATION_ID), f).is_none());
+        for l in &p.location {
+            assert_eq!(l.line.len(), 1);
+            let f = functions[&l.line[0].function_id].clone();
+            assert!(locations.insert(l.id, f).is_none());
         }
-        let types: Vec<(String, String)> = messages(&p, PROFILE_SAMPLE_TYPE)
+        let types: Vec<(String, String)> = p
+            .sample_type
             .iter()
-            .map(|t| {
-                let t = decode(t);
-                (s(int(&t, VALUE_TYPE_TYPE)), s(int(&t, VALUE_TYPE_UNIT)))
-            })
+            .map(|t| (s(t.r#type), s(t.unit)))
             .collect();
         assert_eq!(
             types,
@@ -423,24 +428,19 @@ mod tests {
                 ("inuse_space".to_string(), "bytes".to_string())
             ]
         );
-        assert_eq!(s(int(&p, PROFILE_DEFAULT_SAMPLE_TYPE)), "inuse_space");
-        let comments: Vec<String> = packed(&p, PROFILE_COMMENT).into_iter().map(s).collect();
-        let samples = messages(&p, PROFILE_SAMPLE)
+        assert_eq!(s(p.default_sample_type), "inuse_space");
+        let comments = p.comment.iter().map(|&c| s(c)).collect();
+        let samples = p
+            .sample
             .iter()
             .map(|m| {
-                let m = decode(m);
-                let frames = packed(&m, SAMPLE_LOCATION_ID)
+                let frames = m
+                    .location_id
                     .iter()
                     .map(|id| locations[id].clone())
                     .collect();
-                let labels = messages(&m, SAMPLE_LABEL)
-                    .iter()
-                    .map(|l| {
-                        let l = decode(l);
-                        (s(int(&l, LABEL_KEY)), s(int(&l, LABEL_STR)))
-                    })
-                    .collect();
-                (frames, packed(&m, SAMPLE_VALUE), labels)
+                let labels = m.label.iter().map(|l| (s(l.key), s(l.str))).collect();
+                (frames, m.value.clone(), labels)
             })
             .collect();
         (comments, samples)
@@ -451,7 +451,7 @@ mod tests {
         let r = crate::cmd::capture::testdata::report();
         let data = render_capture(&r, 1_700_000_000_000, "from t");
         assert_eq!(
-            int(&decode(&data), field::PROFILE_TIME_NANOS),
+            Profile::decode(&data[..]).unwrap().time_nanos,
             1_700_000_000_000_000_000
         );
         let (comments, got) = samples(&data);
@@ -464,7 +464,7 @@ mod tests {
             ]
         };
         let frames = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let want: Vec<Sample> = vec![
+        let want: Vec<Decoded> = vec![
             (
                 frames(&["slab_alloc_node@vmlinux", "wrap@tmod", "caller0@tmod"]),
                 vec![3, 192],
@@ -489,50 +489,123 @@ mod tests {
         assert_eq!(got, want);
         // One function per symbol and module (the other bucket's site function is wrap's);
         // one location per distinct frame, and two for the other bucket.
-        let p = decode(&data);
-        assert_eq!(messages(&p, field::PROFILE_FUNCTION).len(), 6);
-        assert_eq!(messages(&p, field::PROFILE_LOCATION).len(), 5 + 2);
+        let p = Profile::decode(&data[..]).unwrap();
+        assert_eq!(p.function.len(), 6);
+        assert_eq!(p.location.len(), 5 + 2);
+    }
+
+    fn site(file: &str, line: u32, module: Option<&str>, function: &str) -> Site {
+        Site {
+            file: file.into(),
+            line,
+            module: module.map(str::to_string),
+            function: function.into(),
+        }
+    }
+
+    fn totals(bytes: i128, calls: i128) -> SiteTotals {
+        SiteTotals {
+            bytes,
+            calls,
+            ..SiteTotals::default()
+        }
+    }
+
+    fn write(sums: &[SiteSum<'_>], release: Option<&str>) -> Vec<u8> {
+        let mut out = Vec::new();
+        let meta = Meta {
+            unix_ms: 1_700_000_000_123,
+            comment: "c",
+            release,
+        };
+        write_sites(sums.iter().copied(), &meta, &mut out).unwrap();
+        out
     }
 
     #[test]
-    fn site_profile_unchanged_by_capture() {
-        let site = Site {
-            file: "mm/a.c".into(),
-            line: 7,
-            module: None,
-            function: "f".into(),
+    fn sites_stream_into_one_profile() {
+        let (a7, a9, b1) = (
+            site("mm/a.c", 7, None, "f"),
+            site("mm/a.c", 9, None, "f"),
+            site("mm/b.c", 1, Some("m"), "g"),
+        );
+        let sum = |site, bytes, calls| SiteSum {
+            site,
+            node: None,
+            totals: totals(bytes, calls),
         };
-        let t = SiteTotals {
-            bytes: 4096,
-            calls: 2,
-            ..SiteTotals::default()
-        };
-        let (comments, got) = samples(&render(&[(&site, t)], 0, "c"));
+        let data = write(
+            &[sum(&a7, 4096, 2), sum(&a9, 1 << 70, -1), sum(&b1, -64, 0)],
+            Some("6.12.1"),
+        );
+        let p = Profile::decode(&data[..]).unwrap();
+        assert_eq!(p.time_nanos, 1_700_000_000_123_000_000);
+        // The two lines of f share its function.
+        assert_eq!(p.function.len(), 2);
+        assert_eq!(
+            p.location
+                .iter()
+                .map(|l| (l.id, l.line[0].clone()))
+                .collect::<Vec<_>>(),
+            [
+                (
+                    1,
+                    Line {
+                        function_id: 1,
+                        line: 7
+                    }
+                ),
+                (
+                    2,
+                    Line {
+                        function_id: 1,
+                        line: 9
+                    }
+                ),
+                (
+                    3,
+                    Line {
+                        function_id: 2,
+                        line: 1
+                    }
+                ),
+            ]
+        );
+        let (comments, got) = samples(&data);
         assert_eq!(comments, ["c"]);
+        let labels = |module: &str| {
+            vec![
+                ("module".to_string(), module.to_string()),
+                ("release".to_string(), "6.12.1".to_string()),
+            ]
+        };
         assert_eq!(
             got,
-            [(
-                vec!["f@mm/a.c".to_string()],
-                vec![2, 4096],
-                vec![("module".to_string(), "vmlinux".to_string())]
-            )]
+            [
+                (
+                    vec!["f@mm/a.c".to_string()],
+                    vec![2, 4096],
+                    labels("vmlinux")
+                ),
+                (
+                    vec!["f@mm/a.c".to_string()],
+                    vec![-1, i64::MAX],
+                    labels("vmlinux")
+                ),
+                (vec!["g@mm/b.c".to_string()], vec![0, -64], labels("m")),
+            ]
         );
     }
 
     #[test]
     fn node_samples_share_their_sites_location() {
-        let site = Site {
-            file: "mm/a.c".into(),
-            line: 7,
-            module: Some("m".into()),
-            function: "f".into(),
+        let a = site("mm/a.c", 7, Some("m"), "f");
+        let sum = |node, bytes, calls| SiteSum {
+            site: &a,
+            node: Some(node),
+            totals: totals(bytes, calls),
         };
-        let t = |bytes, calls| SiteTotals {
-            bytes,
-            calls,
-            ..SiteTotals::default()
-        };
-        let data = render_nodes(&[(&site, 0, t(4096, 1)), (&site, 3, t(-64, -1))], 0, "c");
+        let data = write(&[sum(0, 4096, 1), sum(3, -64, -1)], None);
         let (_, got) = samples(&data);
         let labels = |node: &str| {
             vec![
@@ -540,19 +613,14 @@ mod tests {
                 ("node".to_string(), node.to_string()),
             ]
         };
-        let minus = |v: i64| u64::from_ne_bytes(v.to_ne_bytes());
         assert_eq!(
             got,
             [
                 (vec!["f@mm/a.c".to_string()], vec![1, 4096], labels("0")),
-                (
-                    vec!["f@mm/a.c".to_string()],
-                    vec![minus(-1), minus(-64)],
-                    labels("3")
-                ),
+                (vec!["f@mm/a.c".to_string()], vec![-1, -64], labels("3")),
             ]
         );
-        assert_eq!(messages(&decode(&data), field::PROFILE_LOCATION).len(), 1);
+        assert_eq!(Profile::decode(&data[..]).unwrap().location.len(), 1);
     }
 
     #[test]
