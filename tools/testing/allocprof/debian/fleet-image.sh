@@ -12,7 +12,8 @@
 # run initramfs-tools and update-grub, so GRUB boots ours by default), and
 # Debian's prometheus-node-exporter from Debian's archive with apt-get (its
 # unit enabled by its package; its textfile collector reads
-# /var/lib/prometheus/node-exporter).  The install test's DKMS module
+# /var/lib/prometheus/node-exporter), if the base does not have it, and
+# systemd-networkd for DHCP on the network card.  The install test's DKMS module
 # (v4l2loopback-dkms) is removed first: nothing here needs it.  The leak
 # module of tools/testing/allocprof/fleet/leak is built against our
 # linux-headers with the headers' own compiler (gcc-14) and installed in
@@ -95,10 +96,17 @@ if [ ! -e "/dev/disk/by-uuid/$uuid" ]; then
 fi
 cp /etc/resolv.conf "$mnt/etc/resolv.conf"
 
-step "apt-get purge v4l2loopback-dkms; apt-get install prometheus-node-exporter"
+step "apt-get purge v4l2loopback-dkms; apt-get install prometheus-node-exporter, systemd-networkd"
 inroot apt-get purge -y v4l2loopback-dkms
 inroot apt-get update
-inroot apt-get install -y --no-install-recommends prometheus-node-exporter
+# A server's network: DHCP on the wired interface by systemd-networkd
+# (its own package from Debian 13 on), which the install test's machine,
+# with no network configured, lacks.
+networkd=
+chroot "$mnt" apt-cache show systemd-networkd > /dev/null 2>&1 && networkd=systemd-networkd
+inroot apt-get install -y --no-install-recommends prometheus-node-exporter $networkd
+printf '[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\n' > "$mnt/etc/systemd/network/20-wired.network"
+inroot systemctl enable systemd-networkd.service
 step "dpkg -i $(basename "$image_deb") $(basename "$headers_deb")"
 mkdir -p "$mnt/tmp/fleet-debs"
 cp "$image_deb" "$headers_deb" "$mnt/tmp/fleet-debs/"
