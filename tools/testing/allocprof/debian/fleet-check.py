@@ -112,7 +112,7 @@ def main():
 
     # The sample: at T_EVAL Prometheus's latest scrape of each machine is
     # the frozen export.
-    mt = {m["instance"]: v for m, v in query(a.prom, 'node_textfile_mtime_seconds{file=~".*/allocinfo.prom"}', te)}
+    mt = {m["instance"]: v for m, v in query(a.prom, 'node_textfile_mtime_seconds{file=~"(.*/)?allocinfo[.]prom"}', te)}
     for name, _, _, kv in vms:
         result(mt.get(name) == float(kv["mtime"]),
                f"{name}: Prometheus's sample at T_EVAL is the frozen export (textfile mtime {mt.get(name)} = {kv['mtime']})")

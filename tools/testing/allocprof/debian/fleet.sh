@@ -230,7 +230,7 @@ while [ $ready = 1 ] && [ "$(left)" -gt 0 ] && alive; do
 	for name in "${names[@]}"; do
 		f=$W/vm-$name/share/frozen
 		m=$(sed -n 's/^mtime=//p' "$f" 2>/dev/null)
-		got=$(q "node_textfile_mtime_seconds{instance=\"$name\",file=~\".*/allocinfo.prom\"}" | awk '{print $2}')
+		got=$(q "node_textfile_mtime_seconds{instance=\"$name\",file=~\"(.*/)?allocinfo[.]prom\"}" | awk '{print $2}')
 		if [ -z "$m" ] || [ "${got:-}" != "$m" ]; then
 			held=0
 			break
