@@ -3,8 +3,8 @@
 # make test-fleet, inside one of the fleet's Debian 13 machines: run at
 # boot by allocprof-fleet.service (fleet-image.sh) from the 9p share
 # allocprof-fleet, which holds fleet.conf (NAME, ROLE, OURS_REL, LEAK_SIZE,
-# LEAK_PERIOD_MS, TIMER_S), the tool (tool/: our package, or the static
-# binary until the package exists) and the host's word on the phase
+# LEAK_PERIOD_MS, TIMER_S), the tool's package (tool/) and the host's word
+# on the phase
 # (phase: run, freeze, end).
 #   run     install the tool; its timer writes the export for Prometheus
 #           every TIMER_S s; ROLE=leak also loads allocprof_fleet_leak
@@ -57,38 +57,16 @@ check "/proc/allocinfo is there (version 2.0)" [ "$(head -n 1 /proc/allocinfo)" 
 diag "node_exporter: $(dpkg-query -W -f='${Package} ${Version}' prometheus-node-exporter 2>&1), $(systemctl is-active prometheus-node-exporter)"
 check "Debian's prometheus-node-exporter runs" systemctl is-active -q prometheus-node-exporter
 
-# The tool, and its timer at the test's interval.
+# The tool's package: dpkg -i enables and starts its timer.
 debs=$(ls "$S"/tool/allocinfo_*.deb 2>/dev/null)
-if [ -n "$debs" ]; then
-	if DEBIAN_FRONTEND=noninteractive dpkg -i $debs > /run/fleet-dpkg.log 2>&1; then
-		ok "dpkg -i $(basename -a $debs | tr '\n' ' ')"
-	else
-		notok "dpkg -i $(basename -a $debs | tr '\n' ' ')"
-		tail -n 20 /run/fleet-dpkg.log | sed 's/^/# /'
-	fi
+if [ -n "$debs" ] && DEBIAN_FRONTEND=noninteractive dpkg -i $debs > /run/fleet-dpkg.log 2>&1; then
+	ok "dpkg -i $(basename -a $debs | tr '\n' ' ')"
 else
-	# STAND-IN until the allocinfo package (branch t51-pkg) lands: the
-	# static binary and units of the package's names doing what the
-	# package's units are to do.  Replace with the .deb.
-	install -m 0755 "$S/tool/allocinfo" /usr/bin/allocinfo
-	cat > /etc/systemd/system/allocinfo-textfile.service <<-'UNIT'
-	[Unit]
-	Description=STAND-IN allocinfo export for node_exporter's textfile collector (fleet test)
-	[Service]
-	Type=oneshot
-	ExecStart=/usr/bin/allocinfo export -o /var/lib/prometheus/node-exporter/allocinfo.prom
-	UNIT
-	cat > /etc/systemd/system/allocinfo-textfile.timer <<-'UNIT'
-	[Unit]
-	Description=STAND-IN allocinfo export timer (fleet test)
-	[Timer]
-	OnBootSec=1min
-	OnUnitActiveSec=1min
-	[Install]
-	WantedBy=timers.target
-	UNIT
-	ok "STAND-IN: the static allocinfo and stand-in units (no package yet)"
+	notok "dpkg -i ${debs:-(no allocinfo package on the share)}"
+	tail -n 20 /run/fleet-dpkg.log 2>/dev/null | sed 's/^/# /'
 fi
+check "the package enabled and started allocinfo-textfile.timer" \
+	bash -c 'systemctl is-enabled -q allocinfo-textfile.timer && systemctl is-active -q allocinfo-textfile.timer'
 # The test's interval, over whatever schedule the package sets.
 mkdir -p /etc/systemd/system/allocinfo-textfile.timer.d
 cat > /etc/systemd/system/allocinfo-textfile.timer.d/fleet-test.conf <<EOT

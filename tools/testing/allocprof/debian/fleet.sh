@@ -76,8 +76,8 @@ finish() {
 trap 'bad "interrupted"; finish' INT TERM
 left() { echo $((deadline - $(date +%s))); }
 
-# 1. What goes in: our kernel packages (make deb) and the tool, as the
-# allocinfo package when build-tool-deb.sh exists, else a static binary.
+# 1. What goes in: our kernel packages (make deb) and the tool's package
+# (build-tool-deb.sh, which make deb runs too).
 debs=$(ls "$pkgdir/linux-image-${ours}_"*.deb "$pkgdir/linux-headers-${ours}_"*.deb 2>/dev/null)
 if [ "$(grep -c . <<< "$debs")" != 2 ]; then
 	bad "packages: want linux-image-$ours and linux-headers-$ours in $pkgdir (make deb)"
@@ -85,22 +85,15 @@ if [ "$(grep -c . <<< "$debs")" != 2 ]; then
 fi
 ok "packages: $(basename -a $debs | tr '\n' ' ')"
 tool=$W/tool
-rm -rf "$tool"
 mkdir -p "$tool"
-if [ -x "$H/debian/build-tool-deb.sh" ]; then
-	check "tool: build-tool-deb.sh made the allocinfo package" \
-		"$H/debian/build-tool-deb.sh" "$tool"
-	ls "$tool"/allocinfo_*.deb > /dev/null 2>&1 || finish
-else
-	export CARGO_TARGET_DIR=$W/allocinfo-target
-	if ! (cd "$REPO/tools/allocinfo" && RUSTFLAGS='-C target-feature=+crt-static' \
-		cargo build --release --locked --quiet --target x86_64-unknown-linux-gnu); then
-		bad "tool: static build of allocinfo"
-		finish
-	fi
-	cp "$CARGO_TARGET_DIR/x86_64-unknown-linux-gnu/release/allocinfo" "$tool/"
-	ok "tool: static allocinfo (STAND-IN until the allocinfo package exists)"
+rm -f "$tool"/allocinfo*
+# Its own up-to-date check keeps the package while the tool is unchanged.
+if ! "$H/debian/build-tool-deb.sh" "$tool/deb" ||
+	! cp "$(ls -t "$tool"/deb/allocinfo_*_amd64.deb | head -n 1)" "$tool/"; then
+	bad "tool: build-tool-deb.sh made no allocinfo package"
+	finish
 fi
+ok "tool: $(basename "$tool"/allocinfo_*.deb)"
 
 # 2. The rules, as promtool sees them.
 check "promtool check rules $(basename "$rules")/allocinfo-rules.yml allocinfo-alerts.yml" \
