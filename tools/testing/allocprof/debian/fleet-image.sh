@@ -138,7 +138,10 @@ After=multi-user.target prometheus-node-exporter.service
 [Service]
 Type=simple
 ExecStartPre=/bin/mkdir -p /run/allocprof-fleet
-ExecStartPre=/bin/mount -t 9p -o trans=virtio,version=9p2000.L,cache=none allocprof-fleet /run/allocprof-fleet
+# The 9p transport's driver may bind the device after this starts (udev
+# is slow under TCG): "no channels available" until then.
+ExecStartPre=/bin/sh -c 'for i in $$(seq 300); do mount -t 9p -o trans=virtio,version=9p2000.L,cache=none allocprof-fleet /run/allocprof-fleet 2>/dev/null && exit 0; sleep 2; done; exit 1'
+TimeoutStartSec=infinity
 ExecStart=/bin/bash /run/allocprof-fleet/fleet-guest.sh
 StandardOutput=journal+console
 StandardError=journal+console
@@ -147,6 +150,12 @@ StandardError=journal+console
 WantedBy=multi-user.target
 UNIT
 ln -sf /etc/systemd/system/allocprof-fleet.service "$mnt/etc/systemd/system/multi-user.target.wants/allocprof-fleet.service"
+# Three TCG machines on a shared host of two cores boot in minutes, not
+# seconds: systemd's 90 s limits for devices (ttyS0) and for starting
+# units fail units that are only slow.
+mkdir -p "$mnt/etc/systemd/system.conf.d"
+printf '[Manager]\nDefaultTimeoutStartSec=900s\nDefaultDeviceTimeoutSec=900s\n' \
+	> "$mnt/etc/systemd/system.conf.d/fleet-tcg.conf"
 # A new machine-id per machine at its first boot.
 : > "$mnt/etc/machine-id"
 rm -f "$mnt/var/lib/dbus/machine-id"
