@@ -12,6 +12,9 @@
 #   make deb        Debian 13 packages of this kernel (linux-image, linux-headers)
 #   make test-install  those packages installed on a Debian 13 disk, booted
 #                   through GRUB, checked, removed again
+#   make test-fleet three Debian 13 machines with those packages, Debian's
+#                   node_exporter and the allocinfo timer, scraped by a real
+#                   Prometheus; PromQL checked against each machine
 #   make test-real  Debian 13 under systemd on Debian's config with real
 #                   modules: workloads, module churn, the rows judged after
 #   make test-upstream-suites  upstream's allocator tests (KUnit, test
@@ -110,7 +113,7 @@ export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SU
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
 	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench bench-tool test-debug \
-	test-configs where fuzz test-real test-upstream-suites refresh deb tool-deb test-install
+	test-configs where fuzz test-real test-upstream-suites refresh deb tool-deb test-install test-fleet
 
 all: run
 
@@ -233,6 +236,17 @@ tool-deb:
 test-install: deb
 	@SETUP_INSTALL=1 $(PHASE) setup $(H)/setup.sh
 	@$(H)/debian/install.sh
+
+# A fleet of three Debian 13 machines (the install test's disk with those
+# packages, Debian's prometheus-node-exporter and the allocinfo timer), one
+# with a module leaking at a known rate, scraped by Debian's Prometheus run
+# on this host; PromQL (tools/allocinfo/contrib/prometheus's rules) checked
+# against each machine's own /proc/allocinfo
+# (tools/testing/allocprof/debian/fleet.sh, Documentation/allocprof/fleet.md).
+# FLEET_TIMEOUT limits the run (seconds).  Not part of make test.
+test-fleet: deb
+	@SETUP_FLEET=1 $(PHASE) setup $(H)/setup.sh
+	@$(H)/debian/fleet.sh
 
 # The suite on the Rust core under KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
 # PREEMPT and MEM_ALLOC_PROFILING_DEBUG (tools/testing/allocprof/kernel-debug.config); any

@@ -35,6 +35,10 @@ PKGS="$PKGS tmux"
 # make test-install makes a disk with a partition table and GRUB
 # (SETUP_INSTALL=1).
 [ "${SETUP_INSTALL:-0}" = 1 ] && PKGS="$PKGS mmdebstrap fdisk qemu-utils e2fsprogs"
+# make test-fleet (SETUP_FLEET=1): the install test's disk and tools, a
+# real Prometheus (its promtool checks the rules) and Debian's
+# node_exporter, curl for Prometheus's HTTP API.
+[ "${SETUP_FLEET:-0}" = 1 ] && PKGS="$PKGS mmdebstrap fdisk qemu-utils e2fsprogs prometheus prometheus-node-exporter curl"
 # make bench's macro benchmark runs these two in the VM (SETUP_BENCH=1).
 [ "${SETUP_BENCH:-0}" = 1 ] && PKGS="$PKGS rt-tests stress-ng"
 # make bench-tool measures with GNU time's -v (SETUP_BENCH_TOOL=1).
