@@ -7,6 +7,7 @@
 //! less, as the kernel's own filter drops tags. A series sums the sites that share its labels.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 use crate::filter::Filter;
 use crate::nodes::NodeProfile;
@@ -16,7 +17,11 @@ use crate::profile::{Profile, Row, Site, SiteTotals};
 #[derive(Clone, Copy)]
 struct Entry<'a> {
     row: &'a Row,
-    node: Option<u32>,
+    /// The node, when the selection is by node (else 0).
+    node: u32,
+    /// The rank of the order's first name (file or function) among the selected rows' names:
+    /// most comparisons of a sort are then of two integers, not of two strings.
+    rank: u32,
 }
 
 impl Entry<'_> {
@@ -38,30 +43,63 @@ pub enum Order {
     Function,
 }
 
+impl Order {
+    /// The name an entry is ranked by.
+    fn first_name(self, site: &Site) -> &str {
+        match self {
+            Order::Tag => &site.file,
+            Order::Series | Order::Function => &site.function,
+        }
+    }
+}
+
+/// The order of two entries: their ranks stand for the first name of the order.
 fn compare(order: Order, a: &Entry<'_>, b: &Entry<'_>) -> Ordering {
     let (x, y) = (&a.row.site, &b.row.site);
-    match order {
-        Order::Tag => x.cmp(y).then(a.node.cmp(&b.node)),
-        Order::Series => (&x.function, &x.file, &x.module, a.node, x.line).cmp(&(
-            &y.function,
-            &y.file,
-            &y.module,
-            b.node,
-            y.line,
-        )),
-        Order::Function => (&x.function, &x.file, x.line, &x.module, a.node).cmp(&(
-            &y.function,
-            &y.file,
-            y.line,
-            &y.module,
-            b.node,
-        )),
+    a.rank.cmp(&b.rank).then_with(|| match order {
+        Order::Tag => {
+            (x.line, &x.module, &x.function, a.node).cmp(&(y.line, &y.module, &y.function, b.node))
+        }
+        Order::Series => {
+            (&x.file, &x.module, a.node, x.line).cmp(&(&y.file, &y.module, b.node, y.line))
+        }
+        Order::Function => {
+            (&x.file, x.line, &x.module, a.node).cmp(&(&y.file, y.line, &y.module, b.node))
+        }
+    })
+}
+
+/// The rank of each entry's `name` among the distinct names, sorted.
+fn ranks<'a>(entries: &[Entry<'a>], name: impl Fn(&'a Site) -> &'a str) -> Vec<u32> {
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    let mut names: Vec<&str> = Vec::new();
+    let of_entry: Vec<u32> = entries
+        .iter()
+        .map(|e| {
+            let n = name(&e.row.site);
+            let next = names.len() as u32;
+            *ids.entry(n).or_insert_with(|| {
+                names.push(n);
+                next
+            })
+        })
+        .collect();
+    let mut by_name: Vec<u32> = (0..names.len() as u32).collect();
+    by_name.sort_unstable_by_key(|&id| names[id as usize]);
+    let mut rank_of = vec![0; names.len()];
+    for (rank, &id) in by_name.iter().enumerate() {
+        rank_of[id as usize] = rank as u32;
     }
+    of_entry
+        .into_iter()
+        .map(|id| rank_of[id as usize])
+        .collect()
 }
 
 /// The rows that pass a filter, in one [`Order`].
 pub struct Selection<'a> {
     entries: Vec<Entry<'a>>,
+    by_node: bool,
     min_size: Option<i64>,
 }
 
@@ -77,9 +115,13 @@ impl<'a> Selection<'a> {
             .rows
             .iter()
             .filter(|r| filter.matches_site(&r.site))
-            .map(|row| Entry { row, node: None })
+            .map(|row| Entry {
+                row,
+                node: 0,
+                rank: 0,
+            })
             .collect();
-        Self::sorted(entries, min_size, order)
+        Self::sorted(entries, false, min_size, order)
     }
 
     /// The rows of `profile`, one site per tag and node; `min_size` applies to each of them.
@@ -95,15 +137,29 @@ impl<'a> Selection<'a> {
             .filter(|r| filter.matches_site(&r.row.site))
             .map(|r| Entry {
                 row: &r.row,
-                node: Some(r.node),
+                node: r.node,
+                rank: 0,
             })
             .collect();
-        Self::sorted(entries, min_size, order)
+        Self::sorted(entries, true, min_size, order)
     }
 
-    fn sorted(mut entries: Vec<Entry<'a>>, min_size: Option<i64>, order: Order) -> Self {
+    fn sorted(
+        mut entries: Vec<Entry<'a>>,
+        by_node: bool,
+        min_size: Option<i64>,
+        order: Order,
+    ) -> Self {
+        let ranks = ranks(&entries, |s| order.first_name(s));
+        for (e, rank) in entries.iter_mut().zip(ranks) {
+            e.rank = rank;
+        }
         entries.sort_unstable_by(|a, b| compare(order, a, b));
-        Selection { entries, min_size }
+        Selection {
+            entries,
+            by_node,
+            min_size,
+        }
     }
 
     /// The sites (rows of one tag text and node summed) holding at least `min_size`, in the
@@ -111,6 +167,7 @@ impl<'a> Selection<'a> {
     pub fn sites(&self) -> Sites<'a, '_> {
         Sites {
             entries: &self.entries,
+            by_node: self.by_node,
             min_size: self.min_size,
         }
     }
@@ -136,6 +193,7 @@ pub struct SiteSum<'a> {
 /// The iterator of [`Selection::sites`].
 pub struct Sites<'a, 's> {
     entries: &'s [Entry<'a>],
+    by_node: bool,
     min_size: Option<i64>,
 }
 
@@ -158,7 +216,7 @@ impl<'a> Iterator for Sites<'a, '_> {
             if self.min_size.is_none_or(|m| totals.bytes >= i128::from(m)) {
                 return Some(SiteSum {
                     site: &first.row.site,
-                    node: first.node,
+                    node: self.by_node.then_some(first.node),
                     totals,
                 });
             }
@@ -253,6 +311,11 @@ mod tests {
         sel.sites()
             .map(|s| (s.site.tag_text(), s.totals.bytes, s.totals.calls))
             .collect()
+    }
+
+    #[test]
+    fn a_row_costs_16_bytes() {
+        assert_eq!(std::mem::size_of::<Entry<'_>>(), 16);
     }
 
     #[test]

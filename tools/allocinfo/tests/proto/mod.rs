@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //! A protobuf wire-format decoder for the tests of the pprof output, apart from the encoder it
-//! checks: the unit tests of src/format/pprof.rs include this file, as tests/nodes.rs does.
+//! checks (prost, in src/format/pprof.rs): tests/nodes.rs includes this file.
 
 /// A decoded field: a varint or the bytes of a length-delimited one.
 #[derive(Clone, Debug, PartialEq)]
