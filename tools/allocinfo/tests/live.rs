@@ -112,6 +112,14 @@ impl Tmux {
         }
     }
 
+    /// Clears the screen and waits for the prompt, so that what is typed next comes after it.
+    fn clear(&self) {
+        self.keys(&["clear", "Enter"]);
+        self.wait_for("cleared screen", |s| {
+            is_prompt(&s[0]) && s[1..].iter().all(String::is_empty)
+        });
+    }
+
     /// Runs `top ARGS` from a script that says how it ended: `exit=N`, and whether the
     /// terminal's modes are those from before (`tty-restored`).
     fn run_top(&self, args: &str) {
@@ -255,6 +263,16 @@ fn sorts_by_growth_filters_and_quits() {
         ]
     );
 
+    // r: growth counts from the sample on the screen.
+    t.keys(&["r"]);
+    let xas_now = "     2.8 MiB        704         0 B  lib/xarray.c:378 func:xas_alloc";
+    let screen = t.wait_for("growth restarted", |s| s[13] == xas_now);
+    assert!(screen[2].starts_with("Growth: 0 B since "), "{screen:#?}");
+    assert!(
+        screen[7..18].iter().all(|l| &l[24..35] == "        0 B"),
+        "{screen:#?}"
+    );
+
     // A filter typed after /, shown as typed, applied on Enter.
     t.keys(&["/"]);
     t.type_text("ext4|virtio");
@@ -346,7 +364,7 @@ fn resize_read_errors_ctrl_c_sigterm_and_once() {
     t.assert_left_cleanly();
 
     // SIGTERM (kill) ends the view as q does.
-    t.keys(&["clear", "Enter"]);
+    t.clear();
     t.run_top(&format!("-i '{}'", file.display()));
     t.wait_for("live view", is_view);
     let shell: u32 = t.display("#{pane_pid}").parse().unwrap();
@@ -361,8 +379,7 @@ fn resize_read_errors_ctrl_c_sigterm_and_once() {
     t.assert_left_cleanly();
 
     // --once on the terminal prints what a pipe gets.
-    t.keys(&["clear", "Enter"]);
-    t.wait_for("cleared screen", |s| is_prompt(&s[0]) && s[1].is_empty());
+    t.clear();
     let piped = common::ok(&["top", "-i", &file.to_string_lossy(), "-n", "5"]);
     t.run_top(&format!("-i '{}' -n 5 --once", file.display()));
     let screen = t.wait_for("printout", |s| s.iter().any(|l| l.starts_with("tty-")));
