@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The live view of `allocinfo top`: its state, its keys, and the screen laid out as lines.
 //!
-//! Everything here is pure: the terminal itself (raw mode, the alternate screen, the clock and
-//! the refresh loop) is in [`terminal`], which feeds keys to [`View::key`] and prints
-//! [`Live::layout`].
+//! Everything here but [`wanted`] is pure: the terminal itself (raw mode, the alternate screen,
+//! the clock and the refresh loop) is in [`terminal`], which feeds keys to [`View::key`] and
+//! prints [`Live::layout`].
 
 mod terminal;
 
