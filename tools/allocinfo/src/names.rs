@@ -59,6 +59,19 @@ impl SiteKey {
     }
 }
 
+impl SiteKey {
+    /// The key with its names numbered as `map` ([`Names::renumbering`]) says.
+    pub fn renumbered(&self, map: &[NameId]) -> SiteKey {
+        let id = |n: NameId| map.get(n.0 as usize).copied().unwrap_or_default();
+        SiteKey {
+            file: id(self.file),
+            line: self.line,
+            module: id(self.module),
+            function: id(self.function),
+        }
+    }
+}
+
 impl Names {
     pub fn new() -> Self {
         let empty: Box<str> = "".into();
@@ -77,21 +90,31 @@ impl Names {
         if self.last_text[slot] == name {
             return Some(self.last[slot]);
         }
-        let id = match self.ids.get(name) {
-            Some(&id) => id,
-            None => {
-                let id = NameId(u32::try_from(self.names.len()).ok()?);
-                let name: Box<str> = name.into();
-                // INVARIANT: pushed at its number, and mapped to it.
-                self.names.push(name.clone());
-                self.ids.insert(name, id);
-                id
-            }
-        };
+        let id = self.id(name)?;
         self.last[slot] = id;
         self.last_text[slot].clear();
         self.last_text[slot].push_str(name);
         Some(id)
+    }
+
+    /// The number of `name`, adding it if new; None once 2^32 names are kept.
+    fn id(&mut self, name: &str) -> Option<NameId> {
+        if let Some(&id) = self.ids.get(name) {
+            return Some(id);
+        }
+        let id = NameId(u32::try_from(self.names.len()).ok()?);
+        let name: Box<str> = name.into();
+        // INVARIANT: pushed at its number, and mapped to it.
+        self.names.push(name.clone());
+        self.ids.insert(name, id);
+        Some(id)
+    }
+
+    /// The numbers in `into` of each of our names, by our number (names new to `into` are
+    /// added to it): to move keys made with us over to `into` ([`SiteKey::renumbered`]). None
+    /// once `into` holds 2^32 names.
+    pub fn renumbering(&self, into: &mut Names) -> Option<Vec<NameId>> {
+        self.names.iter().map(|n| into.id(n)).collect()
     }
 
     /// The site of `tag` as numbers; None once 2^32 names are kept.
@@ -184,6 +207,13 @@ mod tests {
         for (t, k) in tags.iter().zip(&keys) {
             assert_eq!(names.site(k), t.site());
         }
+        // Keys made apart and moved over name the same sites.
+        let mut other = Names::new();
+        let apart: Vec<SiteKey> = tags.iter().rev().map(|t| other.key(t).unwrap()).collect();
+        let map = other.renumbering(&mut names).unwrap();
+        let moved: Vec<SiteKey> = apart.iter().rev().map(|k| k.renumbered(&map)).collect();
+        assert_eq!(moved, keys);
+        assert_eq!(names.len(), 6);
         let mut by_number = keys.clone();
         by_number.sort();
         let mut packed = keys.clone();

@@ -13,7 +13,7 @@ use crate::cmd::{output_error, show_delta, show_size, write_json};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::names::{NameId, Names, SiteKey};
-use crate::profile::{Profile, RowRef, Site, SiteTotals, SnapshotMeta};
+use crate::profile::{Header, Profile, RowRef, Site, SiteTotals, SnapshotMeta};
 use crate::size::signed;
 use crate::source::{input_limit, Source};
 use crate::timestamp::utc_rfc3339;
@@ -153,6 +153,31 @@ impl Sides {
             None => self.full = true,
         }
     }
+}
+
+impl Sides {
+    /// Takes `other`'s rows of `side`, read apart with names of their own.
+    fn adopt(&mut self, side: usize, mut other: Sides) {
+        self.full |= other.full;
+        let Some(map) = other.names.renumbering(&mut self.names) else {
+            self.full = true;
+            return;
+        };
+        let mut rows = std::mem::take(&mut other.rows[side]);
+        for r in &mut rows {
+            r.key = r.key.renumbered(&map);
+        }
+        if let Some(ours) = self.rows.get_mut(side) {
+            *ours = rows;
+        }
+    }
+}
+
+/// Reads `source`'s rows as side `side` of a comparison of its own.
+fn read_side(source: &Source, side: usize, filter: Filter, limit: u64) -> Result<(Header, Sides)> {
+    let mut sides = Sides::new(filter);
+    let header = source.read_rows(limit, &mut |row| sides.add(side, row))?;
+    Ok((header, sides))
 }
 
 /// A site's change, its names as numbers, before it is listed.
@@ -517,11 +542,30 @@ pub fn run_sources(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let mut sides = Sides::new(args.filter.to_filter(None));
+    let filter = args.filter.to_filter(None);
     // Both sides stay in memory: each may take half of what the memory holds.
     let limit = input_limit(2 * DIFF_BYTES_PER_INPUT_BYTE);
-    let ha = a.read_rows(limit, &mut |row| sides.add(0, row))?;
-    let hb = b.read_rows(limit, &mut |row| sides.add(1, row))?;
+    // B is read on a thread of its own while A is read, unless one of them is standard input
+    // (`diff - -` reads it twice, one after the other) or no thread can be made.
+    let b_apart = (!a.is_stdin() && !b.is_stdin())
+        .then(|| {
+            let (b, filter) = (b.clone(), filter.clone());
+            std::thread::Builder::new()
+                .name("allocinfo-diff-b".into())
+                .spawn(move || read_side(&b, 1, filter, limit))
+                .ok()
+        })
+        .flatten();
+    let (ha, mut sides) = read_side(a, 0, filter.clone(), limit)?;
+    let (hb, other) = match b_apart {
+        Some(thread) => thread.join().unwrap_or_else(|_| {
+            Err(Error::Refused(format!(
+                "{b_path}: the thread reading it failed"
+            )))
+        })?,
+        None => read_side(b, 1, filter, limit)?,
+    };
+    sides.adopt(1, other);
     let report = report(
         sides,
         (a_path, ha.snapshot.as_ref()),
