@@ -110,8 +110,9 @@ inroot systemctl enable systemd-networkd.service
 # The kernel's check that the 8254 timer ticks through the IO-APIC
 # times out on a TCG machine whose host is busy, and panics
 # ("IO-APIC + timer doesn't work!"): no_timer_check, as cloud images have.
+# (After serial.cfg, which sets the line.)
 printf '# Slow virtual machines (TCG): skip the timer check.\nGRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX no_timer_check"\n' \
-	> "$mnt/etc/default/grub.d/fleet-tcg.cfg"
+	> "$mnt/etc/default/grub.d/zz-fleet-tcg.cfg"
 step "dpkg -i $(basename "$image_deb") $(basename "$headers_deb")"
 mkdir -p "$mnt/tmp/fleet-debs"
 cp "$image_deb" "$headers_deb" "$mnt/tmp/fleet-debs/"
