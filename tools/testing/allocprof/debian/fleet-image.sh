@@ -164,6 +164,9 @@ ln -sf /etc/systemd/system/allocprof-fleet.service "$mnt/etc/systemd/system/mult
 mkdir -p "$mnt/etc/systemd/system.conf.d"
 printf '[Manager]\nDefaultTimeoutStartSec=900s\nDefaultDeviceTimeoutSec=900s\n' \
 	> "$mnt/etc/systemd/system.conf.d/fleet-tcg.conf"
+# The machines have a serial console and no VT: Debian's getty-static
+# (gettys on tty2-tty6 when logind is missing) failed on a slow boot.
+ln -sf /dev/null "$mnt/etc/systemd/system/getty-static.service"
 # A new machine-id per machine at its first boot.
 : > "$mnt/etc/machine-id"
 rm -f "$mnt/var/lib/dbus/machine-id"
