@@ -37,9 +37,12 @@ finish() {
 	systemctl poweroff
 	exit 0
 }
-# The host's word; a machine left without one is stopped by the host's timeout.
+# The host's word (this phase or a later one); a machine left without one
+# is stopped by the host's timeout.
 wait_phase() {
-	while [ "$(cat "$S/phase" 2>/dev/null)" != "$1" ]; do
+	local p
+	while p=$(cat "$S/phase" 2>/dev/null); do
+		[ "$p" = "$1" ] || [ "$p" = end ] && return 0
 		sleep 1
 	done
 }
@@ -53,6 +56,9 @@ state=$(systemctl is-system-running --wait 2>/dev/null)
 failed=$(systemctl --failed --no-legend --plain 2>/dev/null)
 diag "systemd: $state${failed:+; failed: $(tr '\n' ' ' <<< "$failed")}"
 check "systemd reached multi-user with no failed unit" [ "$state" = running -a -z "$failed" ]
+for u in $(awk '{print $1}' <<< "$failed"); do
+	journalctl -b -u "$u" -n 8 --no-pager 2>&1 | sed "s/^/# $NAME: $u: /"
+done
 check "/proc/allocinfo is there (version 2.0)" [ "$(head -n 1 /proc/allocinfo)" = "allocinfo - version: 2.0" ]
 diag "node_exporter: $(dpkg-query -W -f='${Package} ${Version}' prometheus-node-exporter 2>&1), $(systemctl is-active prometheus-node-exporter)"
 check "Debian's prometheus-node-exporter runs" systemctl is-active -q prometheus-node-exporter

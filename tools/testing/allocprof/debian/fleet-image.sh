@@ -107,6 +107,12 @@ chroot "$mnt" apt-cache show systemd-networkd > /dev/null 2>&1 && networkd=syste
 inroot apt-get install -y --no-install-recommends prometheus-node-exporter $networkd
 printf '[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\n' > "$mnt/etc/systemd/network/20-wired.network"
 inroot systemctl enable systemd-networkd.service
+# The kernel's check that the 8254 timer ticks through the IO-APIC
+# times out on a TCG machine whose host is busy, and panics
+# ("IO-APIC + timer doesn't work!"): no_timer_check, as cloud images have.
+# (After serial.cfg, which sets the line.)
+printf '# Slow virtual machines (TCG): skip the timer check.\nGRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX no_timer_check"\n' \
+	> "$mnt/etc/default/grub.d/zz-fleet-tcg.cfg"
 step "dpkg -i $(basename "$image_deb") $(basename "$headers_deb")"
 mkdir -p "$mnt/tmp/fleet-debs"
 cp "$image_deb" "$headers_deb" "$mnt/tmp/fleet-debs/"
@@ -117,6 +123,8 @@ grep -q "root=UUID=$uuid" "$mnt/boot/grub/grub.cfg" ||
 first=$(grep -m1 -o 'linux[[:space:]]*/boot/vmlinuz-[^ ]*' "$mnt/boot/grub/grub.cfg")
 [ "${first##*vmlinuz-}" = "$rel" ] ||
 	{ echo "fleet-image: GRUB's first entry is '$first', not $rel" >&2; exit 1; }
+grep -q "vmlinuz-$rel .*no_timer_check" "$mnt/boot/grub/grub.cfg" ||
+	{ echo "fleet-image: grub.cfg's entry lacks no_timer_check" >&2; exit 1; }
 [ -s "$mnt/boot/initrd.img-$rel" ] || { echo "fleet-image: no initrd for $rel" >&2; exit 1; }
 
 step "building the leak module against linux-headers-$rel"
@@ -156,6 +164,9 @@ ln -sf /etc/systemd/system/allocprof-fleet.service "$mnt/etc/systemd/system/mult
 mkdir -p "$mnt/etc/systemd/system.conf.d"
 printf '[Manager]\nDefaultTimeoutStartSec=900s\nDefaultDeviceTimeoutSec=900s\n' \
 	> "$mnt/etc/systemd/system.conf.d/fleet-tcg.conf"
+# The machines have a serial console and no VT: Debian's getty-static
+# (gettys on tty2-tty6 when logind is missing) failed on a slow boot.
+ln -sf /dev/null "$mnt/etc/systemd/system/getty-static.service"
 # A new machine-id per machine at its first boot.
 : > "$mnt/etc/machine-id"
 rm -f "$mnt/var/lib/dbus/machine-id"

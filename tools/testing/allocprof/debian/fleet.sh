@@ -169,7 +169,7 @@ for i in $(seq 1 "$nvm"); do
 	mkdir -p "$d/share/tool"
 	qemu-img create -q -f qcow2 -F qcow2 -b "$img" "$d/disk.qcow2"
 	cp "$H/debian/fleet-guest.sh" "$d/share/"
-	cp "$tool"/* "$d/share/tool/"
+	cp "$tool"/allocinfo_*.deb "$d/share/tool/"
 	role=plain
 	[ "$i" = 1 ] && role=leak
 	printf 'NAME=%s\nROLE=%s\nOURS_REL=%s\nLEAK_SIZE=%s\nLEAK_PERIOD_MS=%s\nTIMER_S=%s\n' \
@@ -187,7 +187,14 @@ for i in $(seq 1 "$nvm"); do
 	pids+=($!)
 	echo "  $name ($role): scraped on 127.0.0.1:${ports[$i]}, serial log $d/serial.log"
 done
-alive() { local p; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || return 1; done; }
+# Every machine's QEMU runs and no kernel panicked (a panicked machine hangs).
+alive() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -0 "$p" 2>/dev/null || return 1
+	done
+	! grep -aq 'Kernel panic' "$W"/vm-*/serial.log
+}
 # Every machine running and exported: Prometheus has allocinfo_bytes of each.
 t=$(date +%s)
 ready=0
