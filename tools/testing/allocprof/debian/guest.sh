@@ -117,12 +117,8 @@ tool_checks() {
 	v=$(series_value "$prom" "$func" "$file")
 	diag "largest site: $big; exported allocinfo_bytes: ${v:-none}"
 	check "tool: the export has the largest site ($func in $file) with bytes" bash -c '[ "${1:-0}" -gt 0 ]' _ "$v"
-	if allocinfo export --help 2>&1 | grep -q -- '--release'; then
-		check "tool: its series carry release=\"$rel\"" \
-			bash -c 'grep "^allocinfo_bytes{" "$1" | grep -F "function=\"$2\"" | grep -qF "release=\"$3\""' _ "$prom" "$func" "$rel"
-	else
-		ok "tool: its series carry release=\"$rel\" # SKIP this allocinfo has no --release (no release label)"
-	fi
+	check "tool: its series carry release=\"$rel\"" \
+		bash -c 'grep "^allocinfo_bytes{" "$1" | grep -F "function=\"$2\"" | grep -qF "release=\"$3\""' _ "$prom" "$func" "$rel"
 	# Debian's node_exporter serves the file through its textfile collector
 	# (its values as floats: 5.6643584e+07).  The scrape, about 1 MB, goes
 	# through a file: an argument is limited to 128 KiB.
