@@ -106,17 +106,15 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<()> {
             // to a tag's total, not to each of its nodes.
             let min_size = if args.by_node { None } else { args.min_size };
             let source = live(&args.filter.module, min_size)?;
-            let (sites, nodes);
-            let input = if args.by_node {
-                nodes = source.read_nodes()?;
-                cmd::export::Input::Nodes(&nodes)
+            // Sites are selected as they are read; the nodes are read whole first.
+            let mut input = if args.by_node {
+                cmd::export::Input::of_nodes(&source.read_nodes()?, args)
             } else {
-                sites = source.read()?;
-                cmd::export::Input::Sites(&sites)
+                cmd::export::Input::read(&source, args)?
             };
             let described = source.described();
             let release = release.as_deref();
-            cmd::export::run(&input, &described, now, release, args, cli.json, out)
+            cmd::export::run(&mut input, &described, now, release, args, cli.json, out)
         }
         Command::Capture(args) => {
             if cli.source_mode != SourceMode::Auto {

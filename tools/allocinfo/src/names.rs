@@ -14,6 +14,13 @@ use crate::profile::{Site, TagRef};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NameId(u32);
 
+impl NameId {
+    /// The number as an index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// Every name seen, each once, numbered in the order first seen.
 ///
 /// # Invariants
@@ -158,6 +165,13 @@ impl Names {
             .then(a.line.cmp(&b.line))
             .then_with(|| self.module(a).cmp(&self.module(b)))
             .then_with(|| self.name(a.function).cmp(self.name(b.function)))
+    }
+
+    /// The numbers of every name kept, in the order of the names (the empty name first).
+    pub fn sorted(&self) -> Vec<NameId> {
+        let mut ids: Vec<NameId> = (0..self.names.len() as u32).map(NameId).collect();
+        ids.sort_unstable_by_key(|id| &self.names[id.index()]);
+        ids
     }
 
     /// Names kept, the empty one included.

@@ -58,6 +58,17 @@ impl Site {
     pub fn module_or_vmlinux(&self) -> &str {
         self.module.as_deref().unwrap_or(BUILTIN_MODULE)
     }
+
+    /// The site as a tag as parsed, without fields.
+    pub fn tag_ref(&self) -> TagRef<'_> {
+        TagRef {
+            file: &self.file,
+            line: self.line,
+            module: self.module.as_deref(),
+            function: &self.function,
+            fields: "",
+        }
+    }
 }
 
 /// The name used for built-in (non-module) sites wherever a module name is shown or matched.

@@ -21,7 +21,7 @@ use crate::format::select::{Order, Selection};
 use crate::format::{csv, folded, pprof};
 use crate::nodes::NodeProfile;
 use crate::profile::{Profile, SnapshotMeta, Version};
-use crate::source::PROC_ALLOCINFO;
+use crate::source::{input_limit, Source, PROC_ALLOCINFO, PROFILE_BYTES_PER_INPUT_BYTE};
 
 /// Where the running kernel says its release (`uname -r`).
 const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
@@ -44,52 +44,100 @@ pub struct Family {
     pub samples: Vec<Sample>,
 }
 
-/// The input the export reads, with what its formats need to know of it.
-pub enum Input<'a> {
-    Sites(&'a Profile),
-    Nodes(&'a NodeProfile),
+/// What the export reads: the selected rows, kept as they are read (names interned), with what
+/// the formats need to know of the input.
+pub struct Input {
+    /// The version of a site profile; None for the nodes.
+    version: Option<Version>,
+    snapshot: Option<SnapshotMeta>,
+    rows: Selection,
 }
 
-impl<'a> Input<'a> {
-    /// The selected rows in `order`.
-    fn select(&self, args: &ExportArgs, order: Order) -> Selection<'a> {
+impl Input {
+    /// Reads the sites of `source` as a stream, keeping the rows `args` select.
+    pub fn read(source: &Source, args: &ExportArgs) -> Result<Input> {
         let filter = args.filter.to_filter(None);
-        match *self {
-            Input::Sites(p) => Selection::of_profile(p, &filter, args.min_size, order),
-            Input::Nodes(p) => Selection::of_nodes(p, &filter, args.min_size, order),
+        let mut rows = Selection::new(false, args.min_size);
+        let limit = input_limit(PROFILE_BYTES_PER_INPUT_BYTE);
+        let header = source.read_rows(limit, &mut |row| {
+            if filter.matches_tag(&row.tag) {
+                rows.push(&row, 0);
+            }
+        })?;
+        Ok(Input {
+            version: Some(header.version),
+            snapshot: header.snapshot,
+            rows,
+        })
+    }
+
+    /// The rows of `profile` that `args` select.
+    pub fn of_profile(profile: &Profile, args: &ExportArgs) -> Input {
+        let filter = args.filter.to_filter(None);
+        let mut rows = Selection::new(false, args.min_size);
+        for row in profile.rows.iter().filter(|r| filter.matches_site(&r.site)) {
+            row.view(|r| rows.push(&r, 0));
         }
+        Input {
+            version: Some(profile.version),
+            snapshot: profile.snapshot.clone(),
+            rows,
+        }
+    }
+
+    /// The rows of `profile` that `args` select, one site per tag and node.
+    pub fn of_nodes(profile: &NodeProfile, args: &ExportArgs) -> Input {
+        let filter = args.filter.to_filter(None);
+        let mut rows = Selection::new(true, args.min_size);
+        for r in profile
+            .rows
+            .iter()
+            .filter(|r| filter.matches_site(&r.row.site))
+        {
+            r.row.view(|row| rows.push(&row, r.node));
+        }
+        Input {
+            version: None,
+            snapshot: profile.snapshot.clone(),
+            rows,
+        }
+    }
+
+    fn by_node(&self) -> bool {
+        self.version.is_none()
+    }
+
+    /// The selected rows in `order`.
+    fn select(&mut self, order: Order) -> Result<&Selection> {
+        self.rows.sort(order)?;
+        Ok(&self.rows)
     }
 
     /// Whether the input says which sites are accurate: only version 2.0 does, and the nodes
     /// (allocinfo_nodes and the ioctl records) always do. For 1.0 an empty
     /// allocinfo_inaccurate family would claim too much.
     fn with_inaccurate(&self) -> bool {
-        match self {
-            Input::Sites(p) => p.version == Version::V2_0,
-            Input::Nodes(_) => true,
-        }
-    }
-
-    fn snapshot(&self) -> &Option<SnapshotMeta> {
-        match self {
-            Input::Sites(p) => &p.snapshot,
-            Input::Nodes(p) => &p.snapshot,
-        }
+        self.version.is_none_or(|v| v == Version::V2_0)
     }
 
     /// The pprof comment: what was read, from where.
     fn comment(&self, source: &str) -> String {
-        match self {
-            Input::Sites(p) => format!("allocinfo {} from {source}", p.version.as_str()),
-            Input::Nodes(_) => format!("allocinfo nodes from {source}"),
+        match self.version {
+            Some(v) => format!("allocinfo {} from {source}", v.as_str()),
+            None => format!("allocinfo nodes from {source}"),
         }
     }
 }
 
 /// The metric families of the series `input` exports, for `--json`.
-pub fn families(input: &Input<'_>, args: &ExportArgs, release: Option<&str>) -> Vec<Family> {
-    let sel = input.select(args, Order::Series);
-    exposition::families(input.with_inaccurate())
+pub fn families(
+    input: &mut Input,
+    args: &ExportArgs,
+    release: Option<&str>,
+) -> Result<Vec<Family>> {
+    let with_inaccurate = input.with_inaccurate();
+    let sel = input.select(Order::Series)?;
+    Ok(exposition::families(with_inaccurate)
         .iter()
         .map(|f| Family {
             name: f.name,
@@ -107,7 +155,7 @@ pub fn families(input: &Input<'_>, args: &ExportArgs, release: Option<&str>) -> 
                 })
                 .collect(),
         })
-        .collect()
+        .collect())
 }
 
 #[derive(Serialize)]
@@ -181,7 +229,7 @@ fn pprof_time(snapshot: &Option<SnapshotMeta>, now_ms: i64) -> i64 {
 /// exposition as JSON). `source` names the input in the pprof comment; `now_ms` stamps a pprof
 /// profile read from a live source (a snapshot keeps its own time); `release` is the label.
 pub fn run(
-    input: &Input<'_>,
+    input: &mut Input,
     source: &str,
     now_ms: i64,
     release: Option<&str>,
@@ -202,7 +250,7 @@ pub fn run(
                     TextFormat::OpenMetrics => "openmetrics",
                     TextFormat::Prometheus => "prometheus",
                 },
-                families: &families(input, args, release),
+                families: &families(input, args, release)?,
             };
             write_stream(output, out, |w| {
                 serde_json::to_writer_pretty(&mut *w, &doc)?;
@@ -210,33 +258,35 @@ pub fn run(
             })
         }
         ExportFormat::Prometheus | ExportFormat::Openmetrics => {
-            let sel = input.select(args, Order::Series);
             let exposition = Exposition {
                 format: text_format,
                 line_label: args.line_label,
                 release,
                 with_inaccurate: input.with_inaccurate(),
             };
-            write_stream(output, out, |mut w| exposition.write(&sel, &mut w))
+            let sel = input.select(Order::Series)?;
+            write_stream(output, out, |mut w| exposition.write(sel, &mut w))
         }
         ExportFormat::Csv => {
-            let sel = input.select(args, Order::Tag);
-            let by_node = matches!(input, Input::Nodes(_));
+            let by_node = input.by_node();
+            let sel = input.select(Order::Tag)?;
             write_stream(output, out, |mut w| {
                 csv::write(sel.sites(), by_node, &mut w)
             })
         }
         ExportFormat::Folded => {
-            let sel = input.select(args, Order::Tag);
-            let sites: Vec<_> = sel.sites().map(|s| (s.site, s.totals)).collect();
+            let sel = input.select(Order::Tag)?;
+            let sites: Vec<_> = sel.sites().map(|s| (s.site.site(), s.totals)).collect();
+            let sites: Vec<_> = sites.iter().map(|(s, t)| (s, *t)).collect();
             let text = folded::render(&sites);
             write_stream(output, out, |w| w.write_all(text.as_bytes()))
         }
         ExportFormat::Pprof => {
-            let sel = input.select(args, Order::Function);
             let comment = input.comment(source);
+            let unix_ms = pprof_time(&input.snapshot, now_ms);
+            let sel = input.select(Order::Function)?;
             let meta = pprof::Meta {
-                unix_ms: pprof_time(input.snapshot(), now_ms),
+                unix_ms,
                 comment: &comment,
                 release,
             };
@@ -267,7 +317,8 @@ mod tests {
 
     fn export(p: &Profile, release: Option<&str>, argv: &[&str]) -> String {
         let a = args(argv);
-        capture(|out| run(&Input::Sites(p), "t", 0, release, &a, false, out))
+        let mut input = Input::of_profile(p, &a);
+        capture(|out| run(&mut input, "t", 0, release, &a, false, out))
     }
 
     #[test]
@@ -368,7 +419,8 @@ mod tests {
     fn json_form() {
         let p = sample();
         let a = args(&["--release", "r1"]);
-        let json = capture(|out| run(&Input::Sites(&p), "t", 0, Some("r1"), &a, true, out));
+        let mut input = Input::of_profile(&p, &a);
+        let json = capture(|out| run(&mut input, "t", 0, Some("r1"), &a, true, out));
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["format"], "prometheus");
         assert_eq!(v["families"][0]["name"], "allocinfo_bytes");

@@ -28,10 +28,10 @@ pub fn write<'a>(
     let mut number = itoa::Buffer::new();
     for s in sites {
         let (site, t) = (s.site, s.totals);
-        w.write_field(&site.file)?;
+        w.write_field(site.file)?;
         w.write_field(number.format(site.line))?;
-        w.write_field(site.module.as_deref().unwrap_or(""))?;
-        w.write_field(&site.function)?;
+        w.write_field(site.module.unwrap_or(""))?;
+        w.write_field(site.function)?;
         if by_node {
             w.write_field(number.format(s.node.unwrap_or_default()))?;
         }
@@ -57,7 +57,11 @@ mod tests {
             inaccurate: false,
         };
         let mut out = Vec::new();
-        let sum = SiteSum { site, node, totals };
+        let sum = SiteSum {
+            site: site.tag_ref(),
+            node,
+            totals,
+        };
         write(std::iter::once(sum), node.is_some(), &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }

@@ -150,7 +150,7 @@ pub struct Exposition<'r> {
 
 impl Exposition<'_> {
     /// Writes every family of the series of `sel`, which must be in series order.
-    pub fn write(&self, sel: &Selection<'_>, out: &mut impl Write) -> io::Result<()> {
+    pub fn write(&self, sel: &Selection, out: &mut impl Write) -> io::Result<()> {
         let mut number = itoa::Buffer::new();
         for f in families(self.with_inaccurate) {
             writeln!(

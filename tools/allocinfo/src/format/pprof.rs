@@ -20,7 +20,7 @@ use prost::Message;
 
 use crate::capture::{Frame, Report};
 use crate::format::select::SiteSum;
-use crate::profile::{Site, BUILTIN_MODULE};
+use crate::profile::{TagRef, BUILTIN_MODULE};
 
 /// A profile (profile.proto's `Profile`, without mappings and the fields this tool leaves
 /// unset).
@@ -202,10 +202,10 @@ pub fn write_sites<'a>(
     };
     let mut sample = Sample::default();
     let mut last_function: Option<(&str, &str)> = None;
-    let mut last_site: Option<&Site> = None;
+    let mut last_site: Option<TagRef<'_>> = None;
     for s in sites {
         let site = s.site;
-        let key = (site.function.as_str(), site.file.as_str());
+        let key = (site.function, site.file);
         if last_function != Some(key) {
             last_function = Some(key);
             function.id += 1;
@@ -230,9 +230,11 @@ pub fn write_sites<'a>(
             .value
             .extend([saturate(s.totals.calls), saturate(s.totals.bytes)]);
         sample.label.clear();
-        sample
-            .label
-            .push(label(&mut strings, "module", site.module_or_vmlinux()));
+        sample.label.push(label(
+            &mut strings,
+            "module",
+            site.module.unwrap_or(BUILTIN_MODULE),
+        ));
         if let Some(node) = s.node {
             let key = strings.id("node");
             let value = *node_names
@@ -393,7 +395,7 @@ pub fn render_capture(report: &Report, unix_ms: i64, comment: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::SiteTotals;
+    use crate::profile::{Site, SiteTotals};
 
     /// One decoded sample: its frames leaf first as `function@filename`, values, labels.
     type Decoded = (Vec<String>, Vec<i64>, Vec<(String, String)>);
@@ -530,7 +532,7 @@ mod tests {
             site("mm/b.c", 1, Some("m"), "g"),
         );
         let sum = |site, bytes, calls| SiteSum {
-            site,
+            site: Site::tag_ref(site),
             node: None,
             totals: totals(bytes, calls),
         };
@@ -601,7 +603,7 @@ mod tests {
     fn node_samples_share_their_sites_location() {
         let a = site("mm/a.c", 7, Some("m"), "f");
         let sum = |node, bytes, calls| SiteSum {
-            site: &a,
+            site: a.tag_ref(),
             node: Some(node),
             totals: totals(bytes, calls),
         };

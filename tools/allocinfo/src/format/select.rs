@@ -1,32 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The sites and series an export writes: the selected rows, sorted by reference and summed run
-//! by run, so that a million rows cost 16 bytes each and no name is copied.
+//! The sites and series an export writes: the selected rows, taken as they are read with their
+//! names interned, then sorted and summed run by run, so that a million rows cost 40 bytes each
+//! and each name is kept once.
 //!
 //! A site is a tag text (`file:line [module] func:name`) and, with `--by-node`, a node: rows of
 //! one site (a macro used twice on a line) are summed, then `--min-size` drops the sites holding
 //! less, as the kernel's own filter drops tags. A series sums the sites that share its labels.
 
-use std::cmp::Ordering;
-use std::collections::HashMap;
+use crate::error::{Error, Result};
+use crate::names::{NameId, Names};
+use crate::profile::{RowRef, SiteTotals, TagRef};
 
-use crate::filter::Filter;
-use crate::nodes::NodeProfile;
-use crate::profile::{Profile, Row, Site, SiteTotals};
-
-/// One selected row, by reference.
+/// One selected row: its site as numbers (file, line, module, function; the names' numbers in
+/// [`Names`], then their ranks once sorted) and its counters.
 #[derive(Clone, Copy)]
-struct Entry<'a> {
-    row: &'a Row,
+struct Entry {
+    site: [u32; 4],
+    bytes: i64,
+    /// The live count ([`RowRef::live_calls`]).
+    calls: i64,
     /// The node, when the selection is by node (else 0).
     node: u32,
-    /// The rank of the order's first name (file or function) among the selected rows' names:
-    /// most comparisons of a sort are then of two integers, not of two strings.
-    rank: u32,
+    wrapped: bool,
+    inaccurate: bool,
 }
 
-impl Entry<'_> {
-    fn same_site(&self, other: &Entry<'_>) -> bool {
-        self.node == other.node && self.row.site == other.row.site
+impl Entry {
+    fn same_site(&self, other: &Entry) -> bool {
+        self.node == other.node && self.site == other.site
     }
 }
 
@@ -44,137 +45,117 @@ pub enum Order {
 }
 
 impl Order {
-    /// The name an entry is ranked by.
-    fn first_name(self, site: &Site) -> &str {
+    /// The key an entry (its names ranked) sorts by in this order.
+    fn key(self, e: &Entry) -> (u128, u32) {
+        let pack = |a: u32, b: u32, c: u32, d: u32| {
+            (u128::from(a) << 96) | (u128::from(b) << 64) | (u128::from(c) << 32) | u128::from(d)
+        };
+        let [file, line, module, function] = e.site;
         match self {
-            Order::Tag => &site.file,
-            Order::Series | Order::Function => &site.function,
+            Order::Tag => (pack(file, line, module, function), e.node),
+            Order::Series => (pack(function, file, module, e.node), line),
+            Order::Function => (pack(function, file, line, module), e.node),
         }
     }
 }
 
-/// The order of two entries: their ranks stand for the first name of the order.
-fn compare(order: Order, a: &Entry<'_>, b: &Entry<'_>) -> Ordering {
-    let (x, y) = (&a.row.site, &b.row.site);
-    a.rank.cmp(&b.rank).then_with(|| match order {
-        Order::Tag => {
-            (x.line, &x.module, &x.function, a.node).cmp(&(y.line, &y.module, &y.function, b.node))
-        }
-        Order::Series => {
-            (&x.file, &x.module, a.node, x.line).cmp(&(&y.file, &y.module, b.node, y.line))
-        }
-        Order::Function => {
-            (&x.file, x.line, &x.module, a.node).cmp(&(&y.file, y.line, &y.module, b.node))
-        }
-    })
-}
-
-/// The rank of each entry's `name` among the distinct names, sorted.
-fn ranks<'a>(entries: &[Entry<'a>], name: impl Fn(&'a Site) -> &'a str) -> Vec<u32> {
-    let mut ids: HashMap<&str, u32> = HashMap::new();
-    let mut names: Vec<&str> = Vec::new();
-    let of_entry: Vec<u32> = entries
-        .iter()
-        .map(|e| {
-            let n = name(&e.row.site);
-            let next = names.len() as u32;
-            *ids.entry(n).or_insert_with(|| {
-                names.push(n);
-                next
-            })
-        })
-        .collect();
-    let mut by_name: Vec<u32> = (0..names.len() as u32).collect();
-    by_name.sort_unstable_by_key(|&id| names[id as usize]);
-    let mut rank_of = vec![0; names.len()];
-    for (rank, &id) in by_name.iter().enumerate() {
-        rank_of[id as usize] = rank as u32;
-    }
-    of_entry
-        .into_iter()
-        .map(|id| rank_of[id as usize])
-        .collect()
-}
-
-/// The rows that pass a filter, in one [`Order`].
-pub struct Selection<'a> {
-    entries: Vec<Entry<'a>>,
+/// The rows that pass a filter, taken one by one ([`Selection::push`]), then sorted in one
+/// [`Order`] ([`Selection::sort`]).
+pub struct Selection {
+    names: Names,
+    entries: Vec<Entry>,
     by_node: bool,
     min_size: Option<i64>,
+    /// Once sorted, the numbers of the names by rank (the sites then hold ranks); else empty.
+    by_rank: Vec<NameId>,
+    /// Whether a name could not be kept (2^32 names).
+    full: bool,
 }
 
-impl<'a> Selection<'a> {
-    /// The rows of `profile` whose site passes `filter`; `min_size` applies to each site.
-    pub fn of_profile(
-        profile: &'a Profile,
-        filter: &Filter,
-        min_size: Option<i64>,
-        order: Order,
-    ) -> Self {
-        let entries = profile
-            .rows
-            .iter()
-            .filter(|r| filter.matches_site(&r.site))
-            .map(|row| Entry {
-                row,
-                node: 0,
-                rank: 0,
-            })
-            .collect();
-        Self::sorted(entries, false, min_size, order)
-    }
-
-    /// The rows of `profile`, one site per tag and node; `min_size` applies to each of them.
-    pub fn of_nodes(
-        profile: &'a NodeProfile,
-        filter: &Filter,
-        min_size: Option<i64>,
-        order: Order,
-    ) -> Self {
-        let entries = profile
-            .rows
-            .iter()
-            .filter(|r| filter.matches_site(&r.row.site))
-            .map(|r| Entry {
-                row: &r.row,
-                node: r.node,
-                rank: 0,
-            })
-            .collect();
-        Self::sorted(entries, true, min_size, order)
-    }
-
-    fn sorted(
-        mut entries: Vec<Entry<'a>>,
-        by_node: bool,
-        min_size: Option<i64>,
-        order: Order,
-    ) -> Self {
-        let ranks = ranks(&entries, |s| order.first_name(s));
-        for (e, rank) in entries.iter_mut().zip(ranks) {
-            e.rank = rank;
-        }
-        entries.sort_unstable_by(|a, b| compare(order, a, b));
+impl Selection {
+    /// An empty selection; `min_size` applies to each site (and node, when `by_node`).
+    pub fn new(by_node: bool, min_size: Option<i64>) -> Self {
         Selection {
-            entries,
+            names: Names::new(),
+            entries: Vec::new(),
             by_node,
             min_size,
+            by_rank: Vec::new(),
+            full: false,
+        }
+    }
+
+    /// Adds a selected row (on `node`, 0 unless by node).
+    pub fn push(&mut self, row: &RowRef<'_>, node: u32) {
+        let Some(key) = self.names.key(&row.tag) else {
+            self.full = true;
+            return;
+        };
+        let id = |n: NameId| n.index() as u32;
+        self.entries.push(Entry {
+            site: [id(key.file), key.line, id(key.module), id(key.function)],
+            bytes: row.bytes,
+            calls: row.live_calls(),
+            node,
+            wrapped: row.calls_wrapped(),
+            inaccurate: !row.accurate(),
+        });
+    }
+
+    /// Sorts the rows in `order`; an error when there were more names than can be kept.
+    pub fn sort(&mut self, order: Order) -> Result<()> {
+        if self.full {
+            return Err(Error::Refused(
+                "more than 2^32 distinct names in the input".into(),
+            ));
+        }
+        if self.by_rank.is_empty() {
+            self.by_rank = self.names.sorted();
+            let mut rank_of = vec![0u32; self.by_rank.len()];
+            for (rank, id) in self.by_rank.iter().enumerate() {
+                rank_of[id.index()] = rank as u32;
+            }
+            let rank = |n: u32| rank_of.get(n as usize).copied().unwrap_or_default();
+            for e in &mut self.entries {
+                let [file, line, module, function] = e.site;
+                e.site = [rank(file), line, rank(module), rank(function)];
+            }
+        }
+        self.entries.sort_unstable_by_key(|e| order.key(e));
+        Ok(())
+    }
+
+    /// The name of rank `rank` (the sites hold ranks once sorted).
+    fn name(&self, rank: u32) -> &str {
+        self.by_rank
+            .get(rank as usize)
+            .map_or("", |&id| self.names.name(id))
+    }
+
+    /// The site of an entry, once sorted.
+    fn tag(&self, e: &Entry) -> TagRef<'_> {
+        let [file, line, module, function] = e.site;
+        TagRef {
+            file: self.name(file),
+            line,
+            module: Some(self.name(module)).filter(|m| !m.is_empty()),
+            function: self.name(function),
+            fields: "",
         }
     }
 
     /// The sites (rows of one tag text and node summed) holding at least `min_size`, in the
-    /// selection's order.
-    pub fn sites(&self) -> Sites<'a, '_> {
+    /// order of the last [`Selection::sort`].
+    pub fn sites(&self) -> Sites<'_> {
         Sites {
+            sel: self,
             entries: &self.entries,
-            by_node: self.by_node,
-            min_size: self.min_size,
         }
     }
 
     /// The series: the sites summed per function, file, module, node, and with `line` per line.
-    /// The selection must be in [`Order::Series`].
-    pub fn series(&self, line: bool) -> SeriesIter<'a, '_> {
+    /// The selection must be sorted in [`Order::Series`].
+    pub fn series(&self, line: bool) -> SeriesIter<'_> {
         SeriesIter {
             sites: self.sites().peekable(),
             line,
@@ -182,25 +163,24 @@ impl<'a> Selection<'a> {
     }
 }
 
-/// One site: its tag, its node (`--by-node`) and its summed counters.
+/// One site: its tag (without fields), its node (`--by-node`) and its summed counters.
 #[derive(Clone, Copy, Debug)]
 pub struct SiteSum<'a> {
-    pub site: &'a Site,
+    pub site: TagRef<'a>,
     pub node: Option<u32>,
     pub totals: SiteTotals,
 }
 
 /// The iterator of [`Selection::sites`].
-pub struct Sites<'a, 's> {
-    entries: &'s [Entry<'a>],
-    by_node: bool,
-    min_size: Option<i64>,
+pub struct Sites<'s> {
+    sel: &'s Selection,
+    entries: &'s [Entry],
 }
 
-impl<'a> Iterator for Sites<'a, '_> {
-    type Item = SiteSum<'a>;
+impl<'s> Iterator for Sites<'s> {
+    type Item = SiteSum<'s>;
 
-    fn next(&mut self) -> Option<SiteSum<'a>> {
+    fn next(&mut self) -> Option<SiteSum<'s>> {
         loop {
             let first = *self.entries.first()?;
             let run = self
@@ -210,26 +190,25 @@ impl<'a> Iterator for Sites<'a, '_> {
                 .unwrap_or(self.entries.len());
             let mut totals = SiteTotals::default();
             for e in &self.entries[..run] {
-                add_row(&mut totals, e.row);
+                totals.bytes += i128::from(e.bytes);
+                totals.calls += i128::from(e.calls);
+                totals.wrapped |= e.wrapped;
+                totals.inaccurate |= e.inaccurate;
             }
             self.entries = &self.entries[run..];
-            if self.min_size.is_none_or(|m| totals.bytes >= i128::from(m)) {
+            if self
+                .sel
+                .min_size
+                .is_none_or(|m| totals.bytes >= i128::from(m))
+            {
                 return Some(SiteSum {
-                    site: &first.row.site,
-                    node: self.by_node.then_some(first.node),
+                    site: self.sel.tag(&first),
+                    node: self.sel.by_node.then_some(first.node),
                     totals,
                 });
             }
         }
     }
-}
-
-/// Adds a row's counters to a site's.
-fn add_row(t: &mut SiteTotals, row: &Row) {
-    t.bytes += i128::from(row.bytes);
-    t.calls += i128::from(row.live_calls());
-    t.wrapped |= row.calls_wrapped();
-    t.inaccurate |= !row.accurate();
 }
 
 /// One series: its labels and the sum of its sites.
@@ -248,9 +227,9 @@ pub struct Series<'a> {
 impl<'a> Series<'a> {
     fn of(s: &SiteSum<'a>, line: bool) -> Self {
         Series {
-            function: &s.site.function,
-            file: &s.site.file,
-            module: s.site.module.as_deref(),
+            function: s.site.function,
+            file: s.site.file,
+            module: s.site.module,
             line: line.then_some(s.site.line),
             node: s.node,
             totals: s.totals,
@@ -270,15 +249,15 @@ impl<'a> Series<'a> {
 }
 
 /// The iterator of [`Selection::series`].
-pub struct SeriesIter<'a, 's> {
-    sites: std::iter::Peekable<Sites<'a, 's>>,
+pub struct SeriesIter<'s> {
+    sites: std::iter::Peekable<Sites<'s>>,
     line: bool,
 }
 
-impl<'a> Iterator for SeriesIter<'a, '_> {
-    type Item = Series<'a>;
+impl<'s> Iterator for SeriesIter<'s> {
+    type Item = Series<'s>;
 
-    fn next(&mut self) -> Option<Series<'a>> {
+    fn next(&mut self) -> Option<Series<'s>> {
         let mut sum = Series::of(&self.sites.next()?, self.line);
         while let Some(next) = self
             .sites
@@ -307,21 +286,31 @@ mod tests {
         \x20          5        1 a.c:1 func:f \n\
         \x20       4096        3 a.c:7 func:e \n";
 
-    fn sums(sel: &Selection<'_>) -> Vec<(String, i128, i128)> {
+    fn sums(sel: &Selection) -> Vec<(String, i128, i128)> {
         sel.sites()
-            .map(|s| (s.site.tag_text(), s.totals.bytes, s.totals.calls))
+            .map(|s| (s.site.site().tag_text(), s.totals.bytes, s.totals.calls))
             .collect()
     }
 
+    /// The rows of `text` in `order`.
+    fn select(text: &str, min_size: Option<i64>, order: Order) -> Selection {
+        let p = parse(text).unwrap();
+        let mut sel = Selection::new(false, min_size);
+        for row in &p.rows {
+            row.view(|r| sel.push(&r, 0));
+        }
+        sel.sort(order).unwrap();
+        sel
+    }
+
     #[test]
-    fn a_row_costs_16_bytes() {
-        assert_eq!(std::mem::size_of::<Entry<'_>>(), 16);
+    fn a_row_costs_40_bytes() {
+        assert_eq!(std::mem::size_of::<Entry>(), 40);
     }
 
     #[test]
     fn sites_sum_one_tag_text_then_min_size() {
-        let p = parse(ROWS).unwrap();
-        let all = Selection::of_profile(&p, &Filter::default(), None, Order::Tag);
+        let all = select(ROWS, None, Order::Tag);
         assert_eq!(
             sums(&all),
             [
@@ -333,16 +322,15 @@ mod tests {
             ]
         );
         // 10 and 5 make 15, which passes 15 although neither row does.
-        let some = Selection::of_profile(&p, &Filter::default(), Some(15), Order::Tag);
+        let some = select(ROWS, Some(15), Order::Tag);
         assert_eq!(sums(&some).len(), 5);
-        let fewer = Selection::of_profile(&p, &Filter::default(), Some(16), Order::Tag);
+        let fewer = select(ROWS, Some(16), Order::Tag);
         assert_eq!(sums(&fewer).len(), 4);
     }
 
     #[test]
     fn series_sum_the_lines_of_a_function() {
-        let p = parse(ROWS).unwrap();
-        let sel = Selection::of_profile(&p, &Filter::default(), None, Order::Series);
+        let sel = select(ROWS, None, Order::Series);
         let got: Vec<_> = sel
             .series(false)
             .map(|s| {
@@ -367,7 +355,7 @@ mod tests {
         assert_eq!(sel.series(true).count(), 5);
         assert!(sel.series(true).all(|s| s.line.is_some()));
         // --min-size drops sites before they are summed: a.c:3 (20) goes, a.c:1 (15) too.
-        let sel = Selection::of_profile(&p, &Filter::default(), Some(64), Order::Series);
+        let sel = select(ROWS, Some(64), Order::Series);
         let bytes: Vec<_> = sel.series(false).map(|s| s.totals.bytes).collect();
         assert_eq!(bytes, [4096, 100, 64]);
     }
