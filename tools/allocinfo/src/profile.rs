@@ -74,6 +74,20 @@ impl Site {
 /// The name used for built-in (non-module) sites wherever a module name is shown or matched.
 pub const BUILTIN_MODULE: &str = "vmlinux";
 
+/// The signed count a printed (`%llu`) count stands for: 2^64 - n reads back as -n.
+fn live_count(printed: u64) -> i64 {
+    i64::from_ne_bytes(printed.to_ne_bytes())
+}
+
+/// What a printed count adds to a total: nothing when it is a wrapped negative one.
+fn countable_count(printed: u64) -> i128 {
+    if live_count(printed) < 0 {
+        0
+    } else {
+        i128::from(printed)
+    }
+}
+
 /// One row: the live bytes and live allocation count charged to a site.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Row {
@@ -91,21 +105,17 @@ impl Row {
     /// that went below zero (a free charged to a site its allocation was not) reads as 2^64 - n;
     /// this gives it back as -n.
     pub fn live_calls(&self) -> i64 {
-        i64::from_ne_bytes(self.calls.to_ne_bytes())
+        live_count(self.calls)
     }
 
     /// Whether the printed count is a wrapped negative one (2^63 or more).
     pub fn calls_wrapped(&self) -> bool {
-        self.live_calls() < 0
+        live_count(self.calls) < 0
     }
 
     /// The live allocations this row adds to a total: wrapped counts are left out.
     pub fn countable_calls(&self) -> i128 {
-        if self.calls_wrapped() {
-            0
-        } else {
-            i128::from(self.calls)
-        }
+        countable_count(self.calls)
     }
 
     /// False when the kernel marked the counters `accurate:no`.
@@ -245,21 +255,17 @@ pub struct RowRef<'a> {
 impl RowRef<'_> {
     /// As [`Row::live_calls`].
     pub fn live_calls(&self) -> i64 {
-        i64::from_ne_bytes(self.calls.to_ne_bytes())
+        live_count(self.calls)
     }
 
     /// As [`Row::calls_wrapped`].
     pub fn calls_wrapped(&self) -> bool {
-        self.live_calls() < 0
+        live_count(self.calls) < 0
     }
 
     /// As [`Row::countable_calls`].
     pub fn countable_calls(&self) -> i128 {
-        if self.calls_wrapped() {
-            0
-        } else {
-            i128::from(self.calls)
-        }
+        countable_count(self.calls)
     }
 
     /// As [`Row::accurate`].

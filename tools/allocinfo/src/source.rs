@@ -203,23 +203,32 @@ impl Source {
         }
     }
 
-    /// Reads and parses the whole source once, checking each line as it arrives.
-    pub fn read(&self) -> Result<Profile> {
+    /// The profile through the ioctls, where the mode and the source call for them; `None`
+    /// when the text is to be read instead. Starts a read: resets what the last one used.
+    fn read_ioctl(&self) -> Result<Option<Profile>> {
         self.used_ioctl.set(false);
         self.used_debugfs.set(false);
-        if self.mode != SourceMode::Text && self.is_proc() {
-            let file = File::open(&self.path).map_err(|e| self.io_error(e))?;
-            match ioctl::read(&file, &self.kernel_filter) {
-                // auto: a name that may be cut is read in full from the text instead.
-                Ok((_, true)) if self.mode == SourceMode::Auto => {}
-                Ok((p, _)) => {
-                    self.used_ioctl.set(true);
-                    return Ok(p);
-                }
-                Err(e) if self.mode == SourceMode::Ioctl => return Err(refused(e)),
-                // auto: the text always works and has every name in full.
-                Err(_) => {}
+        if self.mode == SourceMode::Text || !self.is_proc() {
+            return Ok(None);
+        }
+        let file = File::open(&self.path).map_err(|e| self.io_error(e))?;
+        match ioctl::read(&file, &self.kernel_filter) {
+            // auto: a name that may be cut is read in full from the text instead.
+            Ok((_, true)) if self.mode == SourceMode::Auto => Ok(None),
+            Ok((p, _)) => {
+                self.used_ioctl.set(true);
+                Ok(Some(p))
             }
+            Err(e) if self.mode == SourceMode::Ioctl => Err(refused(e)),
+            // auto: the text always works and has every name in full.
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Reads and parses the whole source once, checking each line as it arrives.
+    pub fn read(&self) -> Result<Profile> {
+        if let Some(p) = self.read_ioctl()? {
+            return Ok(p);
         }
         let limit = input_limit(PROFILE_BYTES_PER_INPUT_BYTE);
         self.read_with(|r| read_profile(r, limit, self.lenient))
@@ -231,19 +240,8 @@ impl Source {
     /// bytes ([`input_limit`] for a caller that keeps something per row, `u64::MAX` for one
     /// that does not).
     pub fn read_rows(&self, limit: u64, row: &mut dyn FnMut(RowRef<'_>)) -> Result<Header> {
-        self.used_ioctl.set(false);
-        self.used_debugfs.set(false);
-        if self.mode != SourceMode::Text && self.is_proc() {
-            let file = File::open(&self.path).map_err(|e| self.io_error(e))?;
-            match ioctl::read(&file, &self.kernel_filter) {
-                Ok((_, true)) if self.mode == SourceMode::Auto => {}
-                Ok((p, _)) => {
-                    self.used_ioctl.set(true);
-                    return Ok(hand_on(p, row));
-                }
-                Err(e) if self.mode == SourceMode::Ioctl => return Err(refused(e)),
-                Err(_) => {}
-            }
+        if let Some(p) = self.read_ioctl()? {
+            return Ok(hand_on(p, row));
         }
         self.read_with(|r| stream_profile(r, limit, self.lenient, row))
     }

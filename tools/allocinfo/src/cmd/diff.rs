@@ -668,19 +668,10 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
     use crate::cmd::testdata::{capture, sample};
     use crate::parse::parse;
-    use clap::Parser;
 
-    fn args(argv: &[&str]) -> DiffArgs {
-        let mut full = vec!["allocinfo", "diff", "a", "b"];
-        full.extend_from_slice(argv);
-        match Cli::parse_from(full).command {
-            Command::Diff(a) => a,
-            other => panic!("parsed as {other:?}"),
-        }
-    }
+    crate::cmd::testdata::subcommand_args!(Diff, DiffArgs, "diff", "a", "b");
 
     fn later() -> Profile {
         parse(

@@ -300,20 +300,11 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
     use crate::cmd::testdata::{capture, sample};
     use crate::parse::parse;
-    use clap::Parser;
     use std::path::Path;
 
-    fn args(argv: &[&str]) -> ExportArgs {
-        let mut full = vec!["allocinfo", "export"];
-        full.extend_from_slice(argv);
-        match Cli::parse_from(full).command {
-            Command::Export(a) => a,
-            other => panic!("parsed as {other:?}"),
-        }
-    }
+    crate::cmd::testdata::subcommand_args!(Export, ExportArgs, "export");
 
     fn export(p: &Profile, release: Option<&str>, argv: &[&str]) -> String {
         let a = args(argv);

@@ -172,6 +172,21 @@ pub mod testdata {
         }
     }
 
+    /// Defines `fn args(argv: &[&str]) -> $ty`, what the real command line
+    /// makes of `allocinfo $words... argv...` for the subcommand `$variant`.
+    macro_rules! subcommand_args {
+        ($variant:ident, $ty:ty, $($word:literal),+) => {
+            fn args(argv: &[&str]) -> $ty {
+                let full = ["allocinfo", $($word),+].into_iter().chain(argv.iter().copied());
+                match <crate::cli::Cli as clap::Parser>::parse_from(full).command {
+                    crate::cli::Command::$variant(a) => a,
+                    other => panic!("parsed as {other:?}"),
+                }
+            }
+        };
+    }
+    pub(crate) use subcommand_args;
+
     /// Output captured from a closure writing to a buffer.
     pub fn capture(f: impl FnOnce(&mut Vec<u8>) -> crate::error::Result<()>) -> String {
         let mut buf = Vec::new();

@@ -455,18 +455,9 @@ pub fn run_source(source: &Source, args: &TopArgs, json: bool, out: &mut dyn Wri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
     use crate::cmd::testdata::{capture, sample};
-    use clap::Parser;
 
-    fn args(argv: &[&str]) -> TopArgs {
-        let mut full = vec!["allocinfo", "top"];
-        full.extend_from_slice(argv);
-        match Cli::parse_from(full).command {
-            Command::Top(a) => a,
-            other => panic!("parsed as {other:?}"),
-        }
-    }
+    crate::cmd::testdata::subcommand_args!(Top, TopArgs, "top");
 
     #[test]
     fn ranks_by_size_then_calls() {

@@ -274,18 +274,9 @@ fn write_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
     use crate::cmd::testdata::{capture, sample};
-    use clap::Parser;
 
-    fn args(argv: &[&str]) -> TreeArgs {
-        let mut full = vec!["allocinfo", "tree"];
-        full.extend_from_slice(argv);
-        match Cli::parse_from(full).command {
-            Command::Tree(a) => a,
-            other => panic!("parsed as {other:?}"),
-        }
-    }
+    crate::cmd::testdata::subcommand_args!(Tree, TreeArgs, "tree");
 
     fn names(n: &Node) -> Vec<&str> {
         n.children.iter().map(|c| c.name.as_str()).collect()

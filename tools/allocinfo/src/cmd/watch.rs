@@ -434,19 +434,10 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
     use crate::cmd::testdata::capture;
     use crate::parse::parse;
-    use clap::Parser;
 
-    fn args(argv: &[&str]) -> WatchArgs {
-        let mut full = vec!["allocinfo", "watch"];
-        full.extend_from_slice(argv);
-        match Cli::parse_from(full).command {
-            Command::Watch(a) => a,
-            other => panic!("parsed as {other:?}"),
-        }
-    }
+    crate::cmd::testdata::subcommand_args!(Watch, WatchArgs, "watch");
 
     /// A profile where the leaky site holds `leak` bytes and the noisy one `noise`.
     fn profile(leak: i64, noise: i64) -> Profile {

@@ -538,20 +538,11 @@ impl Live {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::Command;
     use crate::cmd::testdata::sample;
     use crate::parse::parse;
-    use clap::Parser;
     use crossterm::event::KeyEventKind;
 
-    fn args(argv: &[&str]) -> TopArgs {
-        let mut full = vec!["allocinfo", "top"];
-        full.extend_from_slice(argv);
-        match Cli::parse_from(full).command {
-            Command::Top(a) => a,
-            other => panic!("parsed as {other:?}"),
-        }
-    }
+    crate::cmd::testdata::subcommand_args!(Top, TopArgs, "top");
 
     fn press(view: &mut View, keys: &str) -> Vec<Action> {
         keys.chars()
