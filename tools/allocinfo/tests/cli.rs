@@ -464,17 +464,26 @@ fn wrapped_call_counts_are_negative_and_left_out_of_totals() {
     ), "{prom}");
 }
 
-/// Runs `args` with `chunk` written to its stdin after `head`, again and again until the tool stops
-/// reading or `limit` bytes are written. Returns the output and how much was written.
+/// Runs the tool with `args` and `chunk` written to its stdin after `head`, again and again until
+/// it stops reading or `limit` bytes are written. Returns the output and how much was written.
 fn feed_until_closed(args: &[&str], head: &[u8], chunk: &[u8], limit: usize) -> (Output, usize) {
-    let child = Command::new(BIN)
-        .args(args)
+    feed_command_until_closed(Command::new(BIN).args(args), head, chunk, limit)
+}
+
+/// As [`feed_until_closed`], for any command.
+fn feed_command_until_closed(
+    command: &mut Command,
+    head: &[u8],
+    chunk: &[u8],
+    limit: usize,
+) -> (Output, usize) {
+    let child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();
     let Ok(mut child) = child else {
-        panic!("cannot spawn {BIN}");
+        panic!("cannot spawn {command:?}");
     };
     let Some(mut stdin) = child.stdin.take() else {
         panic!("no stdin");
@@ -592,32 +601,12 @@ fn kept_input_is_bounded_by_memory() {
         "-i",
         "-",
     ];
-    let child = Command::new("sh")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let Ok(mut child) = child else {
-        panic!("cannot spawn sh");
-    };
-    let Some(mut stdin) = child.stdin.take() else {
-        panic!("no stdin");
-    };
-    let writer = std::thread::spawn(move || {
-        let mut written = 0;
-        if stdin.write_all(head).is_ok() {
-            while written < 80 << 20 && stdin.write_all(rows.as_bytes()).is_ok() {
-                written += rows.len();
-            }
-        }
-        written
-    });
-    let o = match child.wait_with_output() {
-        Ok(o) => o,
-        Err(e) => panic!("wait: {e}"),
-    };
-    let written = writer.join().unwrap_or(usize::MAX);
+    let (o, written) = feed_command_until_closed(
+        Command::new("sh").args(args),
+        head,
+        rows.as_bytes(),
+        80 << 20,
+    );
     assert_eq!(
         stderr_head(&o),
         "allocinfo: <stdin>: more than 48 MiB of input, more than the memory available to \
