@@ -7,9 +7,10 @@
 # unwinding as the base's diffs leave it (test_check_unwind.sh), the
 # repo-to-tree and repo-to-series machinery (test_series.sh) and the base's
 # map of the repo (seriesmap.py check), the harness's lock and target names
-# (test_harness.sh), make bench's cache-model judge and
-# report (test_cacheplug.py), the allocinfo tool and
-# the parsers' host crate (their host-test.sh).  Prints each one's result
+# (test_harness.sh), the machine tests' serial-log verdict
+# (test_verdict.sh), make bench's cache-model judge and report
+# (test_cacheplug.py), the allocinfo tool and the parsers' host crate (their
+# host-test.sh).  Prints each one's result
 # line and failures, ALLOCINFO_BIN=<the static allocinfo for the test VM>,
 # and last "host tests: N passed, N failed, N skipped"; exits non-zero on
 # any failure.
@@ -67,6 +68,7 @@ suite layers bash "$H/test_check_layers.sh"
 suite unwind bash "$H/test_check_unwind.sh"
 suite "series machinery" bash "$H/test_series.sh"
 suite "deb config check" bash "$H/test_debian_config.sh"
+suite "machine verdict" bash "$H/test_verdict.sh"
 basemap() {
 	local out
 	for b in "$H"/linux-*/; do

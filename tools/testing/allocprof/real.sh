@@ -22,21 +22,8 @@ export BASE=rust VARIANT=real W=$CACHE_DIR/rust-real
 export SRC=$CACHE_DIR/rust/src OUT=$W/build
 mkdir -p "$W/logs"
 
-t0=$(date +%s)
-pass=0 fail=0
-failures=()
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); failures+=("$1"); echo "FAIL $1"; }
-finish() {
-	echo "== test-real: $(( $(date +%s) - t0 ))s"
-	if [ "$fail" -ne 0 ]; then
-		echo "Failed checks:"
-		printf '  %s\n' "${failures[@]}"
-	fi
-	echo "$pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
-	exit
-}
+VERDICT_NAME=test-real
+. "$H/verdict.sh"
 
 # 1. The kernel and its modules.
 t=$(date +%s)
@@ -121,24 +108,12 @@ boot() {
 # judge NAME: the guest's ok/not ok lines, and what the serial log shows
 # (a crash or a report the guest could not see, a guest that never ended).
 judge() {
-	local name=$1 log=$W/logs/$1.log txt
-	txt=$(tr -d '\r' < "$log")
+	local name=$1 log=$W/logs/$1.log
+	guest_verdict "$name" "$log" 'ALLOCPROF-REAL: end'
 	local p f
-	p=$(grep -cE '^ok [0-9]+ ' <<< "$txt")
-	f=$(grep -cE '^not ok [0-9]+ ' <<< "$txt")
-	pass=$((pass + p))
-	while read -r l; do
-		[ -n "$l" ] && bad "$name: ${l#not ok }"
-	done < <(grep -E '^not ok [0-9]+ ' <<< "$txt")
-	if grep -q '^ALLOCPROF-REAL: end$' <<< "$txt"; then
-		ok
-	else
-		bad "$name: the checks did not finish ($(grep -m1 -E '^ALLOCPROF-HOST: timeout|Kernel panic' <<< "$txt" || echo 'no end line'))"
-	fi
-	local r
-	r=$(grep -E 'Oops|BUG:|WARNING:|KASAN|general protection fault|Kernel panic|kernel BUG' <<< "$txt" | head -n 5)
-	if [ -z "$r" ]; then ok; else bad "$name: kernel report on the console: $(head -n 1 <<< "$r")"; echo "$r"; fi
-	grep -E '^# ' <<< "$txt" | grep -E 'allocprof-real:|udev and systemd loaded|coverage|unload/reload:|flipped|alive at module unload \(' 
+	p=$(grep -cE '^ok [0-9]+ ' <<< "$guest_txt")
+	f=$(grep -cE '^not ok [0-9]+ ' <<< "$guest_txt")
+	grep -E '^# ' <<< "$guest_txt" | grep -E 'allocprof-real:|udev and systemd loaded|coverage|unload/reload:|flipped|alive at module unload \(' 
 	echo "boot $name: $p passed, $f failed ($(( $(date +%s) - tb ))s, log: $log)"
 }
 

@@ -50,14 +50,10 @@ pkgdir=${DEB_OUT:-$CACHE_DIR/deb/packages}
 ours=$BASE_RELEASE-allocprof-amd64
 rules=$REPO/tools/allocinfo/contrib/prometheus
 mkdir -p "$W"
-t0=$(date +%s)
+VERDICT_NAME=test-fleet
+. "$H/verdict.sh"
 deadline=$((t0 + timeout_s))
-pass=0 fail=0
-failures=()
 pids=() prom_pid=
-ok() { pass=$((pass + 1)); echo "ok: $1"; }
-bad() { fail=$((fail + 1)); failures+=("$1"); echo "FAIL $1"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else bad "$d"; fi; }
 stop_all() {
 	local p
 	for p in "${pids[@]}"; do
@@ -67,18 +63,12 @@ stop_all() {
 	wait 2>/dev/null
 	pids=() prom_pid=
 }
-finish() {
+# The machines and Prometheus stop with the run, however it ends.
+finish_run() {
 	stop_all
-	echo "== test-fleet: $(( $(date +%s) - t0 ))s"
-	if [ "$fail" -ne 0 ]; then
-		echo "Failed checks:"
-		printf '  %s\n' "${failures[@]}"
-	fi
-	echo "$pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
-	exit
+	finish
 }
-trap 'bad "interrupted"; finish' INT TERM
+trap 'bad "interrupted"; finish_run' INT TERM
 left() { echo $((deadline - $(date +%s))); }
 
 # 1. What goes in: our kernel packages (make deb) and the tool's package
@@ -86,7 +76,7 @@ left() { echo $((deadline - $(date +%s))); }
 debs=$(ls "$pkgdir/linux-image-${ours}_"*.deb "$pkgdir/linux-headers-${ours}_"*.deb 2>/dev/null)
 if [ "$(grep -c . <<< "$debs")" != 2 ]; then
 	bad "packages: want linux-image-$ours and linux-headers-$ours in $pkgdir (make deb)"
-	finish
+	finish_run
 fi
 ok "packages: $(basename -a $debs | tr '\n' ' ')"
 tool=$W/tool
@@ -96,7 +86,7 @@ rm -f "$tool"/allocinfo*
 if ! "$H/debian/build-tool-deb.sh" "$tool/deb" ||
 	! cp "$(ls -t "$tool"/deb/allocinfo_*_amd64.deb | head -n 1)" "$tool/"; then
 	bad "tool: build-tool-deb.sh made no allocinfo package"
-	finish
+	finish_run
 fi
 ok "tool: $(basename "$tool"/allocinfo_*.deb)"
 
@@ -115,9 +105,9 @@ for i in $(seq 120); do
 	sleep 10
 done
 base=$("$H/debian/install-image.sh" "$CACHE_DIR/install-image") ||
-	{ bad "image: the Debian 13 disk could not be made"; finish; }
+	{ bad "image: the Debian 13 disk could not be made"; finish_run; }
 img=$("$H/debian/fleet-image.sh" "$W/image" "$base" $debs) ||
-	{ bad "image: the fleet's disk could not be made (log: $W/image/fleet-image.log)"; finish; }
+	{ bad "image: the fleet's disk could not be made (log: $W/image/fleet-image.log)"; finish_run; }
 ok "image: $(basename "$img") ($(( $(date +%s) - t ))s)"
 
 # 4. Prometheus, on free loopback ports like the machines' exporters.
@@ -290,22 +280,8 @@ for p in "${pids[@]}"; do
 done
 pids=()
 for name in "${names[@]}"; do
-	log=$W/vm-$name/serial.log
-	txt=$(tr -d '\r' < "$log" | sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g')
-	grep -E '^(ok|not ok) [0-9]+ |^# ' <<< "$txt"
-	pass=$((pass + $(grep -cE '^ok [0-9]+ ' <<< "$txt")))
-	while read -r l; do
-		[ -n "$l" ] && bad "${l#not ok }"
-	done < <(grep -E '^not ok [0-9]+ ' <<< "$txt")
-	if grep -q '^ALLOCPROF-FLEET: end$' <<< "$txt"; then
-		plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' <<< "$txt" | tail -n 1)
-		got=$(grep -cE '^(ok|not ok) [0-9]+ ' <<< "$txt")
-		check "$name: the guest planned ${plan:-no} results, the log has $got" [ "${plan:-none}" = "$got" ]
-	else
-		bad "$name: the steps did not finish ($(grep -m1 -E 'Kernel panic' <<< "$txt" || echo 'no end line'))"
-	fi
-	r=$(grep -E 'Oops|BUG:|WARNING:|general protection fault|Kernel panic|kernel BUG' <<< "$txt" | head -n 5)
-	check "$name: no kernel report on the console${r:+: $(head -n 1 <<< "$r")}" [ -z "$r" ]
+	guest_verdict "$name" "$W/vm-$name/serial.log" 'ALLOCPROF-FLEET: end'
+	grep -E '^(ok|not ok) [0-9]+ |^# ' <<< "$guest_txt"
 done
 if [ -n "$prom_pid" ]; then
 	kill "$prom_pid" 2>/dev/null
@@ -315,4 +291,4 @@ if [ -n "$prom_pid" ]; then
 	[ -n "$e" ] && echo "# prometheus.log: $e"
 fi
 rm -f "$W"/vm-*/disk.qcow2
-finish
+finish_run

@@ -23,21 +23,8 @@ timeout_s=${INSTALL_TIMEOUT:-3600}
 pkgdir=${DEB_OUT:-$CACHE_DIR/deb/packages}
 ours=$BASE_RELEASE-allocprof-amd64
 mkdir -p "$W"
-t0=$(date +%s)
-pass=0 fail=0
-failures=()
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); failures+=("$1"); echo "FAIL $1"; }
-finish() {
-	echo "== test-install: $(( $(date +%s) - t0 ))s"
-	if [ "$fail" -ne 0 ]; then
-		echo "Failed checks:"
-		printf '  %s\n' "${failures[@]}"
-	fi
-	echo "$pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
-	exit
-}
+VERDICT_NAME=test-install
+. "$H/verdict.sh"
 
 # 1. What goes in: the packages make deb made, the kernel's and the tool's.
 debs=$(ls "$pkgdir/linux-image-${ours}_"*.deb "$pkgdir/linux-headers-${ours}_"*.deb 2>/dev/null)
@@ -91,25 +78,10 @@ rc=$?
 [ $rc -eq 124 ] && echo "ALLOCPROF-HOST: timeout after ${timeout_s}s" >> "$log"
 
 # 4. The verdict.
-txt=$(tr -d '\r' < "$log" | sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g')
-grep -E '^(ok|not ok) [0-9]+ |^# ' <<< "$txt"
-pass=$((pass + $(grep -cE '^ok [0-9]+ ' <<< "$txt")))
-while read -r l; do
-	[ -n "$l" ] && bad "${l#not ok }"
-done < <(grep -E '^not ok [0-9]+ ' <<< "$txt")
-if grep -q '^ALLOCPROF-INSTALL: end$' <<< "$txt"; then
-	ok
-	# Nothing lost on the way: the guest's plan counts every result it wrote.
-	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' <<< "$txt" | tail -n 1)
-	got=$(grep -cE '^(ok|not ok) [0-9]+ ' <<< "$txt")
-	if [ "${plan:-none}" = "$got" ]; then ok; else bad "the guest planned ${plan:-no} results, the log has $got"; fi
-else
-	bad "the steps did not finish ($(grep -m1 -E '^ALLOCPROF-HOST: timeout|Kernel panic' <<< "$txt" || echo 'no end line'))"
-fi
+guest_verdict guest "$log" 'ALLOCPROF-INSTALL: end'
+grep -E '^(ok|not ok) [0-9]+ |^# ' <<< "$guest_txt"
 for s in install ours back; do
-	if grep -q "^# step $s on " <<< "$txt"; then ok; else bad "step $s never ran"; fi
+	check "step $s ran" grep -q "^# step $s on " <<< "$guest_txt"
 done
-r=$(grep -E 'Oops|BUG:|WARNING:|general protection fault|Kernel panic|kernel BUG' <<< "$txt" | head -n 5)
-if [ -z "$r" ]; then ok; else bad "kernel report on the console: $(head -n 1 <<< "$r")"; fi
 rm -f "$disk" "$tdisk"
 finish
