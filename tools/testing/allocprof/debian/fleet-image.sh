@@ -21,7 +21,7 @@
 # 9p share tagged allocprof-fleet at every boot (the steps and the tool
 # come from the share, so this disk does not change with them).
 #
-# HASH is taken over this file, the leak module's sources, the base disk's
+# HASH is taken over this file, disk.sh, the leak module's sources, the base disk's
 # name and the packages' contents.  Loop devices, mount, chroot: root only.
 set -euo pipefail
 
@@ -38,7 +38,8 @@ done
 H=$(cd "$(dirname "$0")/.." && pwd)
 leak=$H/fleet/leak
 mkdir -p "$dir"
-hash=$( { sha1sum "$0" "$leak"/*; basename "$base"; sha256sum "$image_deb" "$headers_deb" | cut -d' ' -f1; } |
+lib=$H/debian/disk.sh
+hash=$( { sha1sum "$0" "$lib" "$leak"/*; basename "$base"; sha256sum "$image_deb" "$headers_deb" | cut -d' ' -f1; } |
 	sha1sum | cut -c1-12)
 img=$dir/fleet-disk-$hash.qcow2
 if [ -s "$img" ]; then
@@ -53,47 +54,20 @@ raw=$dir/partial-fleet-$hash.raw
 mnt=$dir/partial-mnt-$hash
 log=$dir/fleet-image.log
 rm -f "$dir"/fleet-disk-*.qcow2 "$dir"/partial-fleet-*
-loop= made_node= made_link=
-cleanup() {
-	set +e
-	if mountpoint -q "$mnt"; then
-		umount -R "$mnt"
-	fi
-	[ -n "$loop" ] && losetup -d "$loop"
-	[ -n "$made_node" ] && rm -f "$made_node"
-	[ -n "$made_link" ] && rm -f "$made_link"
-	rm -rf "$mnt"
-}
-trap cleanup EXIT
+. "$lib"
+trap 'set +e; disk_release; rm -rf "$mnt"' EXIT
 : > "$log"
 step() { echo "fleet-image: $*" >&2; echo "== $*" >> "$log"; }
 inroot() { chroot "$mnt" env DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@" >> "$log" 2>&1; }
 
 step "copying $(basename "$base") to $raw"
 qemu-img convert -O raw "$base" "$raw"
-loop=$(losetup -f --show -P "$raw")
-part=${loop}p1
-# Without udev (a container) the partition's node may be missing: as
-# install-image.sh does.
-[ -r "/sys/block/${loop#/dev/}/${part#/dev/}/dev" ] || partx -a "$loop"
-if [ ! -b "$part" ]; then
-	IFS=: read -r major minor < "/sys/block/${loop#/dev/}/${part#/dev/}/dev"
-	mknod "$part" b "$major" "$minor"
-	made_node=$part
-fi
+disk_attach "$raw"
 uuid=$(blkid -s UUID -o value "$part")
 mkdir -p "$mnt"
 mount "$part" "$mnt"
-for d in dev proc sys; do
-	mount --rbind "/$d" "$mnt/$d"
-done
-# update-grub (from our package's hook) writes root=UUID= only if the
-# link udev would make is there.
-if [ ! -e "/dev/disk/by-uuid/$uuid" ]; then
-	mkdir -p /dev/disk/by-uuid
-	ln -s "$part" "/dev/disk/by-uuid/$uuid"
-	made_link=/dev/disk/by-uuid/$uuid
-fi
+# For our package's hooks in the chroot (update-grub).
+disk_chroot_ready
 cp /etc/resolv.conf "$mnt/etc/resolv.conf"
 
 step "apt-get purge v4l2loopback-dkms; apt-get install prometheus-node-exporter, systemd-networkd"
@@ -173,12 +147,7 @@ rm -f "$mnt/var/lib/dbus/machine-id"
 inroot apt-get clean
 : > "$mnt/etc/resolv.conf"
 sync
-umount -R "$mnt"
-losetup -d "$loop"
-loop=
-[ -n "$made_node" ] && rm -f "$made_node"
-[ -n "$made_link" ] && rm -f "$made_link"
-made_node= made_link=
+disk_release
 step "converting to qcow2"
 qemu-img convert -O qcow2 "$raw" "$img.tmp"
 rm -f "$raw"

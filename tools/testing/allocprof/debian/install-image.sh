@@ -17,12 +17,13 @@
 # allocprof-test at every boot (the test's scripts are on that disk, so
 # the cached image does not change with them).
 #
-# HASH is taken over this file.  Loop devices and mount: root only.
+# HASH is taken over this file and disk.sh.  Loop devices and mount: root only.
 set -euo pipefail
 
 dir=$1
+lib=$(dirname "$0")/disk.sh
 mkdir -p "$dir"
-hash=$(sha1sum "$0" | cut -c1-12)
+hash=$(cat "$0" "$lib" | sha1sum | cut -c1-12)
 img=$dir/trixie-disk-$hash.qcow2
 if [ -s "$img" ]; then
 	echo "$img"
@@ -45,31 +46,12 @@ raw=$dir/partial-disk-$hash.raw
 mnt=$dir/partial-mnt-$hash
 log=$dir/mmdebstrap-disk.log
 rm -f "$dir"/trixie-disk-*.qcow2 "$dir"/partial-disk-*
-loop= made_node= made_link=
-cleanup() {
-	set +e
-	if mountpoint -q "$mnt"; then
-		umount -R "$mnt"
-	fi
-	[ -n "$loop" ] && losetup -d "$loop"
-	[ -n "$made_node" ] && rm -f "$made_node"
-	[ -n "$made_link" ] && rm -f "$made_link"
-	rm -rf "$mnt"
-}
-trap cleanup EXIT
+. "$lib"
+trap 'set +e; disk_release; rm -rf "$mnt"' EXIT
 
 truncate -s 8G "$raw"
 printf 'label: dos\n,,L,*\n' | sfdisk -q "$raw"
-loop=$(losetup -f --show -P "$raw")
-part=${loop}p1
-# Without udev (a container) the kernel may not have read the partition
-# table, or no one made the partition's node: do both here.
-[ -r "/sys/block/${loop#/dev/}/${part#/dev/}/dev" ] || partx -a "$loop"
-if [ ! -b "$part" ]; then
-	IFS=: read -r major minor < "/sys/block/${loop#/dev/}/${part#/dev/}/dev"
-	mknod "$part" b "$major" "$minor"
-	made_node=$part
-fi
+disk_attach "$raw"
 mkfs.ext4 -q -L debian-root "$part"
 uuid=$(blkid -s UUID -o value "$part")
 mkdir -p "$mnt"
@@ -121,28 +103,14 @@ UNIT
 ln -s /etc/systemd/system/allocprof-test.service "$mnt/etc/systemd/system/multi-user.target.wants/allocprof-test.service"
 : > "$mnt/etc/machine-id"
 
-for d in dev proc sys; do
-	mount --rbind "/$d" "$mnt/$d"
-done
+disk_chroot_ready
 chroot "$mnt" grub-install --target=i386-pc "$loop" >> "$log" 2>&1 ||
 	{ tail -n 5 "$log" >&2; echo "install-image: grub-install failed" >&2; exit 1; }
-# update-grub writes root=UUID= only if /dev/disk/by-uuid has the link
-# that udev would have made.
-if [ ! -e "/dev/disk/by-uuid/$uuid" ]; then
-	mkdir -p /dev/disk/by-uuid
-	ln -s "$part" "/dev/disk/by-uuid/$uuid"
-	made_link=/dev/disk/by-uuid/$uuid
-fi
 chroot "$mnt" update-grub >> "$log" 2>&1 ||
 	{ tail -n 5 "$log" >&2; echo "install-image: update-grub failed" >&2; exit 1; }
 grep -q "root=UUID=$uuid" "$mnt/boot/grub/grub.cfg" ||
 	{ echo "install-image: grub.cfg does not name root=UUID=$uuid" >&2; exit 1; }
-umount -R "$mnt"
-losetup -d "$loop"
-loop=
-[ -n "$made_node" ] && rm -f "$made_node"
-[ -n "$made_link" ] && rm -f "$made_link"
-made_node= made_link=
+disk_release
 qemu-img convert -O qcow2 "$raw" "$img.tmp"
 rm -f "$raw"
 mv "$img.tmp" "$img"
