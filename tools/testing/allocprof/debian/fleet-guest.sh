@@ -107,8 +107,12 @@ wait_phase freeze
 # One read of /proc/allocinfo, exported as is.
 systemctl stop allocinfo-textfile.timer
 systemctl stop allocinfo-textfile.service
+# The leak's count just before and just after the read bracket its row's.
+leaked() { cat /sys/module/allocprof_fleet_leak/parameters/leaked 2>/dev/null; }
 t_snap=$(cut -d' ' -f1 /proc/uptime)
+leaked_before=$(leaked)
 cat /proc/allocinfo > /run/fleet-allocinfo.txt
+leaked_after=$(leaked)
 relopt=()
 allocinfo export --help 2>/dev/null | grep -q -- '--release' && relopt=(--release "$rel")
 check "allocinfo export -i of the snapshot to $prom" \
@@ -121,7 +125,8 @@ cp /run/fleet-allocinfo.txt "$S/allocinfo.txt.tmp" && mv "$S/allocinfo.txt.tmp" 
 	echo "uptime=$t_snap"
 	if [ "$ROLE" = leak ]; then
 		echo "leak_loaded_uptime=$t_load"
-		echo "leaked=$(cat /sys/module/allocprof_fleet_leak/parameters/leaked)"
+		echo "leaked_before=$leaked_before"
+		echo "leaked_after=$leaked_after"
 	fi
 } | put frozen
 diag "frozen: textfile mtime $mtime, $(grep -c . /run/fleet-allocinfo.txt) lines at uptime ${t_snap}s"
