@@ -280,8 +280,11 @@ struct Ranked {
     /// The order and typed filter they were ranked for.
     order: Order,
     filter: String,
-    /// Indices into the profile's rows, with the rows' growth.
+    /// Indices into the profile's rows, with the rows' growth: the first `kept` in rank order
+    /// (and any that tie with the last of them), or all.
     rows: Vec<(usize, i128)>,
+    /// Whether rows that passed the filters were left out, ranked below those kept.
+    cut: bool,
     totals: Totals,
 }
 
@@ -299,10 +302,13 @@ struct Totals {
     inaccurate_bytes: i128,
 }
 
-/// Ranks rows (indices into `rows`, with their growth); ties are broken on the rows' text as
-/// `top` breaks them (`sort -g | tail`), so the live view sorted by size starts with the rows
-/// `top` prints. The text is made only for rows that tie on the order and on bytes.
-fn rank(rows: &[Row], ranked: &mut [(usize, i128)], order: Order) {
+/// Ranks rows (indices into `rows`, with their growth) and keeps the first `keep` of them and
+/// any that tie with the last: a screen shows no more, and selecting them before sorting
+/// keeps a large profile quick. Ties are broken on the rows' text as `top` breaks them
+/// (`sort -g | tail`), so the live view sorted by size starts with the rows `top` prints. The
+/// text is made only for rows that tie on the order and on bytes. Returns whether rows were
+/// left out.
+fn rank(rows: &[Row], ranked: &mut Vec<(usize, i128)>, order: Order, keep: usize) -> bool {
     let by_key = |(a, ga): &(usize, i128), (b, gb): &(usize, i128)| {
         let (a, b) = (&rows[*a], &rows[*b]);
         let primary = match order {
@@ -312,6 +318,12 @@ fn rank(rows: &[Row], ranked: &mut [(usize, i128)], order: Order) {
         };
         primary.then(b.bytes.cmp(&a.bytes))
     };
+    let total = ranked.len();
+    if keep > 0 && total > keep {
+        let (_, &mut last, _) = ranked.select_nth_unstable_by(keep - 1, by_key);
+        ranked.retain(|r| by_key(r, &last).is_le());
+    }
+    let cut = ranked.len() < total;
     ranked.sort_by(by_key);
     let mut start = 0;
     while start < ranked.len() {
@@ -332,6 +344,7 @@ fn rank(rows: &[Row], ranked: &mut [(usize, i128)], order: Order) {
         }
         start = end;
     }
+    cut
 }
 
 /// The column heading, and the width of the columns before SITE.
@@ -382,14 +395,16 @@ impl Live {
         self.ranked = None;
     }
 
-    /// Ranks the rows passing the filters for the view's order and filter, unless they are
-    /// ranked for them already (the sample and the baseline clear the ranking when they change).
-    fn rank_if_stale(&mut self) {
+    /// Ranks the rows passing the filters for the view's order and filter, at least `need` of
+    /// them, unless they are ranked so already (the sample and the baseline clear the ranking
+    /// when they change).
+    fn rank_if_stale(&mut self, need: usize) {
         let order = self.view.order;
-        let stale = self
-            .ranked
-            .as_ref()
-            .is_none_or(|r| r.order != order || r.filter != self.view.filter_text());
+        let stale = self.ranked.as_ref().is_none_or(|r| {
+            r.order != order
+                || r.filter != self.view.filter_text()
+                || (r.cut && r.rows.len() < need)
+        });
         if stale {
             let rows = &self.profile.rows;
             let mut ranked: Vec<(usize, i128)> = self
@@ -414,11 +429,12 @@ impl Live {
                     totals.inaccurate_bytes += i128::from(row.bytes);
                 }
             }
-            rank(rows, &mut ranked, order);
+            let cut = rank(rows, &mut ranked, order, need);
             self.ranked = Some(Ranked {
                 order,
                 filter: self.view.filter_text().to_string(),
                 rows: ranked,
+                cut,
                 totals,
             });
         }
@@ -428,7 +444,8 @@ impl Live {
     /// then as many rows as fit.
     pub fn layout(&mut self, width: u16, height: u16) -> Vec<String> {
         let height = usize::from(height);
-        self.rank_if_stale();
+        // No screen shows more rows than lines.
+        self.rank_if_stale(height);
         let Some(ranked) = self.ranked.as_ref() else {
             return Vec::new();
         };
@@ -619,6 +636,17 @@ mod tests {
     }
 
     #[test]
+    fn a_taller_screen_after_a_short_one_shows_every_row_it_has_room_for() {
+        let p = || parse(include_str!("../../../tests/fixtures/vm-6.12.118-rust.txt")).unwrap();
+        let mut fresh = Live::new("t".into(), &args(&[]), p(), "10:00:00 UTC".into());
+        let mut resized = Live::new("t".into(), &args(&[]), p(), "10:00:00 UTC".into());
+        assert_eq!(resized.layout(200, 10).len(), 10);
+        let tall = fresh.layout(200, 60);
+        assert_eq!(tall.len(), 60);
+        assert_eq!(resized.layout(200, 60), tall);
+    }
+
+    #[test]
     fn growth_since_the_baseline_and_its_order() {
         let before = v2("        4096        1 a.c:1 func:f \n\
                          \x20       8192        2 b.c:2 func:g \n\
@@ -695,7 +723,7 @@ mod tests {
         let p = parse(include_str!("../../../tests/fixtures/vm-6.12.118-rust.txt")).unwrap();
         for (key, order) in [(SortKey::Size, Order::Size), (SortKey::Calls, Order::Calls)] {
             let mut ranked: Vec<(usize, i128)> = (0..p.rows.len()).map(|i| (i, 0)).collect();
-            rank(&p.rows, &mut ranked, order);
+            assert!(!rank(&p.rows, &mut ranked, order, 0));
             let live: Vec<&Row> = ranked.iter().map(|&(i, _)| &p.rows[i]).collect();
             let top = crate::cmd::top::rank(p.rows.iter(), key);
             assert!(
@@ -704,6 +732,36 @@ mod tests {
             );
             assert_eq!(live.len(), top.len());
         }
+    }
+
+    #[test]
+    fn kept_rows_are_the_first_of_the_whole_ranking() {
+        let p = parse(include_str!("../../../tests/fixtures/vm-6.12.118-rust.txt")).unwrap();
+        let growth = |i: usize| (i as i128 % 7) * 4096;
+        let all: Vec<(usize, i128)> = (0..p.rows.len()).map(|i| (i, growth(i))).collect();
+        for order in [Order::Size, Order::Calls, Order::Growth] {
+            let mut full = all.clone();
+            assert!(!rank(&p.rows, &mut full, order, 0));
+            for keep in [1, 2, 10, 30, 200, p.rows.len() - 1] {
+                let mut kept = all.clone();
+                let cut = rank(&p.rows, &mut kept, order, keep);
+                // Rows tied with the last kept one stay: the ranking's first rows, no fewer.
+                assert!(kept.len() >= keep, "{order:?} {keep}");
+                assert_eq!(cut, kept.len() < full.len(), "{order:?} {keep}");
+                assert_eq!(kept[..], full[..kept.len()], "{order:?} {keep}");
+                assert!(cut || keep == p.rows.len() - 1, "{order:?} {keep}");
+            }
+            let mut kept = all.clone();
+            assert!(!rank(&p.rows, &mut kept, order, p.rows.len()));
+            assert_eq!(kept, full);
+        }
+        // Zero-byte rows tie in the size order: keeping one of them keeps them all.
+        let positive = p.rows.iter().filter(|r| r.bytes > 0).count();
+        let zero = p.rows.iter().filter(|r| r.bytes == 0).count();
+        let mut kept = all.clone();
+        rank(&p.rows, &mut kept, Order::Size, positive + 1);
+        assert!(zero > 1);
+        assert_eq!(kept.len(), positive + zero);
     }
 
     #[test]
