@@ -262,9 +262,12 @@ FUZZ_S ?= 600
 FUZZ_X ?=
 # FUZZ_HOTPLUG=1: boot with one CPU of two up, which the driver takes up and down.
 FUZZ_HOTPLUG ?= 0
+# FUZZ_TARGET=rust-numa: the NUMA test kernel, whose vm.mem_profiling takes
+# the driver's writes (the debug kernel's sysctl is read-only).
+FUZZ_TARGET ?= rust-debug
 fuzz:
 	@FUZZ_SEEDS="$(or $(SEED),$(SEEDS))" FUZZ_S=$(FUZZ_S) FUZZ_X=$(FUZZ_X) FUZZ_HOTPLUG=$(FUZZ_HOTPLUG) \
-		$(H)/fuzz.sh
+		FUZZ_TARGET=$(FUZZ_TARGET) $(H)/fuzz.sh
 
 # Style checks of the Rust core in its kernel tree (read-only: rustfmt is
 # only asked to check, so the hard-linked pristine tree is never written).

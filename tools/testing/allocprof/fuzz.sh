@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # make fuzz: the debug kernel (BASE=rust VARIANT=debug: KASAN, lockdep,
 # kmemleak, the hang detectors) under random operations on every control
-# surface at once (tools/testing/selftests/alloc_tag/fuzz/fuzz.c).  One
+# surface at once (tools/testing/selftests/alloc_tag/fuzz/fuzz.c); with
+# FUZZ_TARGET=rust-numa the NUMA test kernel instead, whose
+# vm.mem_profiling takes writes (the debug kernel's is read-only, so only
+# there do the driver's sysctl writes switch profiling off and on).  One
 # boot per seed, $FUZZ_S seconds of fuzzing each, with a hard timeout;
 # each boot judged by tools/testing/allocprof/ktap.py --fuzz (any kernel report, the
 # driver's KTAP: workers done, cleanup, released rows at 0/0, kmemleak).
@@ -22,10 +25,17 @@ H=$(cd "$(dirname "$0")" && pwd)
 : "${CACHE_DIR:?}" "${REPO:?}"
 seeds=${FUZZ_SEEDS:-1 2 3 4 5}
 secs=${FUZZ_S:-600}
-target=rust-debug
-export BASE=rust VARIANT=debug W=$CACHE_DIR/$target
+target=${FUZZ_TARGET:-rust-debug}
+case $target in
+rust-debug | rust-numa) ;;
+*)
+	echo "fuzz: FUZZ_TARGET=$target: rust-debug or rust-numa (two QEMU nodes, per-node attribution)"
+	exit 1
+	;;
+esac
+export BASE=rust VARIANT=${target#rust-} W=$CACHE_DIR/$target
 export SRC=$CACHE_DIR/rust/src OUT=$W/build
-# The debug kernel is a NUMA kernel: two QEMU nodes (tools/testing/allocprof/vm.sh), with
+# Both kernels are NUMA kernels: two QEMU nodes (tools/testing/allocprof/vm.sh), with
 # per-node attribution on (FUZZ_NODE=0: off, the GET_BATCH node flag then
 # fails with EOPNOTSUPP).
 unset QEMU_EXTRA QEMU_SMP
@@ -40,8 +50,8 @@ bad() { fail=$((fail + 1)); failures+=("$1"); echo "FAIL $1"; }
 . "$H/count.sh"
 
 if [ "${FUZZ_BUILD:-1}" = 1 ]; then
-	make -s -C "$REPO" build BASE=rust VARIANT=debug || {
-		bad "fuzz: the debug kernel did not build"
+	make -s -C "$REPO" build BASE=rust VARIANT="$VARIANT" || {
+		bad "fuzz: the $target kernel did not build"
 		echo "$pass passed, $fail failed, $skip skipped"
 		exit 1
 	}

@@ -293,7 +293,7 @@ for target in $bases; do
 	fz=$(matrix_rows fuzz | awk -F'|' -v t="$target" '$1 == t' | head -n 1)
 	if [ -n "$fz" ]; then
 		IFS='|' read -r _ fseeds fsecs <<< "$fz"
-		out=$(FUZZ_BUILD=0 FUZZ_PREFIX=fuzz-slice FUZZ_SEEDS="$fseeds" FUZZ_S="$fsecs" \
+		out=$(FUZZ_BUILD=0 FUZZ_TARGET="$target" FUZZ_PREFIX=fuzz-slice FUZZ_SEEDS="$fseeds" FUZZ_S="$fsecs" \
 			"$H/fuzz.sh" 2>&1)
 		grep -vE '^fuzz: [0-9]+ passed' <<< "$out"
 		count "$out" "fuzz $target"
