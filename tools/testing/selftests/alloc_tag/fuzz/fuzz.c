@@ -41,7 +41,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -1057,11 +1056,7 @@ static void op_migrate(void)
 			nodes[i] = (int)below(nr_nodes);
 		syscall(SYS_move_pages, 0, (unsigned long)n, addrs, nodes, status, 0);
 	}
-	/* Unmapped without the faults: a failed unmap would leave them mapped. */
-	write_str("/proc/self/make-it-fail", "0");
 	munmap(p, n * 4096UL);
-	if (!(excluded & X_FAULTS))
-		write_str("/proc/self/make-it-fail", "1");
 }
 
 /* nr_node_ids: one more than the last possible node. */
@@ -1659,18 +1654,6 @@ int main(int argc, char **argv)
 	int unstalled = 0;
 	bool stalled_ok;
 	char *text, *s;
-
-	/*
-	 * The workers' kernel allocations fail on purpose, munmap()'s too: a
-	 * free() of a buffer malloc() had mapped on its own (128 KiB and up:
-	 * module images, /proc/allocinfo text) whose munmap() failed left it
-	 * mapped and forgotten, and the workers grew by hundreds of MiB in two
-	 * minutes on a kernel fast enough for 3,500 operations a second, until
-	 * the OOM killer took one.  All of malloc()'s memory comes from the
-	 * heap, reused after free(), and is never given back.
-	 */
-	mallopt(M_MMAP_THRESHOLD, 256 << 20);
-	mallopt(M_TRIM_THRESHOLD, -1);
 
 	excluded = X_CPU;
 	while ((c = getopt(argc, argv, "cs:t:w:x:")) != -1) {
