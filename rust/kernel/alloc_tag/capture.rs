@@ -13,7 +13,7 @@
 //! Nothing is paid while nothing is armed: the slab, percpu and page hooks call
 //! the core through two static calls (`alloc_tag_add`, `alloc_tag_sub`), which
 //! point at the plain entry points and are switched to
-//! [`__alloc_tag_add_capture`] and [`__alloc_tag_sub_capture`] only from the
+//! `__alloc_tag_add_capture()` and `__alloc_tag_sub_capture()` only from the
 //! first arm to the last disarm.
 //!
 //! Pages are captured when their tags live in `page_ext`; compressed page tags
@@ -60,8 +60,6 @@
 //!
 //! [`Record`]: super::record::Record
 //! [`FLAG_RECORD`]: super::record::FLAG_RECORD
-//! [`__alloc_tag_add_capture`]: super::record::__alloc_tag_add_capture
-//! [`__alloc_tag_sub_capture`]: super::record::__alloc_tag_sub_capture
 //! [`record_tag`]: super::record::record_tag
 //! [`release`]: super::record::release
 //! [`MAX_RECORDS`]: super::record::MAX_RECORDS
@@ -488,8 +486,7 @@ fn run(text: &[u8]) -> Result {
 /// # Safety
 ///
 /// `cmd` is a NUL-terminated string; process context.
-#[no_mangle]
-pub unsafe extern "C" fn alloc_tag_capture_command(cmd: *const c_char) -> c_int {
+pub(super) unsafe fn command_str(cmd: *const c_char) -> c_int {
     // SAFETY: NUL-terminated (caller).
     let text = unsafe { CStr::from_char_ptr(cmd) }.as_bytes();
     if text.is_empty() || text.len() >= 256 {

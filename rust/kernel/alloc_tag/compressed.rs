@@ -36,7 +36,7 @@ use crate::{alloc::flags::GFP_KERNEL, alloc::KVVec, bindings};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 /// Free page-flag bits of this config (`ALLOC_TAG_PGFLAG_FREE`).
-pub const FREE_BITS: u32 = if bindings::ALLOC_TAG_PGFLAG_FREE > 0 {
+pub(super) const FREE_BITS: u32 = if bindings::ALLOC_TAG_PGFLAG_FREE > 0 {
     bindings::ALLOC_TAG_PGFLAG_FREE as u32
 } else {
     0
@@ -47,7 +47,7 @@ const TOP: u32 = bindings::ALLOC_TAG_PGFLAG_TOP as u32;
 
 /// The widest index field: a tag keeps its index in the 24 bits of its code
 /// tag's `flags` from [`STORED_INDEX_SHIFT`] up.
-pub const INDEX_BITS_MAX: u32 = 24;
+pub(super) const INDEX_BITS_MAX: u32 = 24;
 
 const _: () = assert!(INDEX_BITS_MAX + STORED_INDEX_SHIFT == u32::BITS);
 
@@ -120,7 +120,7 @@ static OVERFLOW_TAG: AllocTag = AllocTag::new_static(
 /// Where page tags are kept in this boot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Store {
+pub(super) enum Store {
     /// A `union codetag_ref` in the page's `page_ext`.
     PageExt = 1,
     /// A tag index in `page->flags`.
@@ -185,7 +185,7 @@ static RUST_SLOTS: AtomicU32 = AtomicU32::new(0);
 static MODULE_TABLE: AtomicPtr<AtomicUsize> = AtomicPtr::new(core::ptr::null_mut());
 
 /// The index field width and the number of tag indexes it holds.
-pub fn field() -> (u32, u32) {
+pub(super) fn field() -> (u32, u32) {
     let w = FREE_BITS
         .min(INDEX_BITS_MAX)
         .min(control::page_bits_limit());
@@ -199,7 +199,7 @@ pub fn field() -> (u32, u32) {
 /// # Examples
 ///
 /// ```
-/// use kernel::alloc_tag::compressed::{fits, MODULE_IDS, RESERVED_IDS, RUST_SITE_IDS};
+/// use kernel::alloc_tag::testing::{fits, MODULE_IDS, RESERVED_IDS, RUST_SITE_IDS};
 ///
 /// assert_eq!(RESERVED_IDS, MODULE_IDS + RUST_SITE_IDS);
 /// assert!(fits(10, 10 + RESERVED_IDS as usize));
@@ -214,7 +214,7 @@ pub fn fits(tags: usize, capacity: usize) -> bool {
 
 /// Where page tags are kept; decides it on first use.
 #[inline(always)]
-pub fn store() -> Store {
+pub(super) fn store() -> Store {
     match MODE.get() {
         Some(store) => store,
         None => decide(),
@@ -223,13 +223,13 @@ pub fn store() -> Store {
 
 /// Whether compressed mode is decided and in effect (no deciding here).
 #[inline(always)]
-pub fn in_effect() -> bool {
+pub(super) fn in_effect() -> bool {
     MODE.get() == Some(Store::Compressed)
 }
 
 /// Whether compressed mode was asked for but did not fit, so page_ext is
 /// used instead.
-pub fn fell_back() -> bool {
+pub(super) fn fell_back() -> bool {
     FELL_BACK.load(Ordering::Relaxed)
 }
 
@@ -592,7 +592,7 @@ impl PageIndex<'_> {
 }
 
 /// The number of module tag indexes available in this boot.
-pub fn module_slots() -> u32 {
+pub(super) fn module_slots() -> u32 {
     if MODULE_TABLE.load(Ordering::Acquire).is_null() {
         0
     } else {
@@ -601,7 +601,7 @@ pub fn module_slots() -> u32 {
 }
 
 /// The number of Rust call-site tag indexes available in this boot.
-pub fn rust_site_slots() -> u32 {
+pub(super) fn rust_site_slots() -> u32 {
     if MODULE_TABLE.load(Ordering::Acquire).is_null() {
         0
     } else {
@@ -610,7 +610,8 @@ pub fn rust_site_slots() -> u32 {
 }
 
 /// The module and Rust site indexes in use: (modules, Rust sites).
-pub fn slots_used() -> (usize, usize) {
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS)]
+pub(super) fn slots_used() -> (usize, usize) {
     let Some(table) = module_table() else {
         return (0, 0);
     };

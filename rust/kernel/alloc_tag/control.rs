@@ -73,12 +73,12 @@ pub(crate) fn page_bits_limit() -> u32 {
 }
 
 /// Whether profiling can ever count in this boot.
-pub fn profiling_supported() -> bool {
+pub(super) fn profiling_supported() -> bool {
     SUPPORTED.load(Ordering::Relaxed)
 }
 
 /// Whether profiling is counting now.
-pub fn profiling_enabled() -> bool {
+pub(super) fn profiling_enabled() -> bool {
     // SAFETY: `profiling_key()` is a valid static key.
     unsafe { bindings::static_key_is_enabled(profiling_key()) }
 }
@@ -115,8 +115,7 @@ fn switch(on: bool) {
 
 /// True after `sysctl.vm.mem_profiling=never` (or without it when profiling
 /// is not enabled by default).
-#[no_mangle]
-pub extern "C" fn mem_alloc_profiling_permanently_disabled() -> bool {
+pub(super) fn permanently_disabled() -> bool {
     !profiling_supported()
 }
 
@@ -126,8 +125,7 @@ pub extern "C" fn mem_alloc_profiling_permanently_disabled() -> bool {
 /// # Safety
 ///
 /// `value` is NULL or a NUL-terminated string (from the command line).
-#[no_mangle]
-pub unsafe extern "C" fn alloc_tag_early_param(value: *mut c_char) -> c_int {
+pub(super) unsafe fn early_param(value: *mut c_char) -> c_int {
     let bytes = if value.is_null() {
         &[][..]
     } else {
@@ -169,8 +167,7 @@ pub unsafe extern "C" fn alloc_tag_early_param(value: *mut c_char) -> c_int {
 /// # Safety
 ///
 /// `value` is NULL or a NUL-terminated string (from the command line).
-#[no_mangle]
-pub unsafe extern "C" fn alloc_tag_page_bits_param(value: *mut c_char) -> c_int {
+pub(super) unsafe fn page_bits_param(value: *mut c_char) -> c_int {
     let bytes = if value.is_null() {
         &[][..]
     } else {

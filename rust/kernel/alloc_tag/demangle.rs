@@ -369,7 +369,7 @@ fn parse(sym: &[u8]) -> Option<PathInfo<'_>> {
 /// # Examples
 ///
 /// ```
-/// use kernel::alloc_tag::demangle::fn_name;
+/// use kernel::alloc_tag::testing::fn_name;
 ///
 /// // `my_driver::probe`, a method `<Vec<T, A>>::reserve`, and a closure in
 /// // `my_driver::init`.
@@ -400,7 +400,7 @@ pub fn fn_name(sym: &[u8]) -> Option<FnName<'_>> {
 /// # Examples
 ///
 /// ```
-/// use kernel::alloc_tag::demangle::is_alloc_machinery;
+/// use kernel::alloc_tag::testing::is_alloc_machinery;
 ///
 /// // `kernel::sync::arc::Arc::new` is looked through; a driver's function
 /// // and the kernel's `print` module are not.

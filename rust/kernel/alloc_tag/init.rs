@@ -5,19 +5,19 @@
 //! what happens in one place, in order; and the [`Hooks`] through which the
 //! registry reaches its users.
 //!
-//! - Start-up ([`alloc_tag_init`]): the registry, the Rust call-site tags,
+//! - Start-up (`alloc_tag_init()`): the registry, the Rust call-site tags,
 //!   the compressed module index table (and indexes for the site tags
 //!   added before it), the boot percpu chunks' extension arrays, the
 //!   sysctls, `/proc/allocinfo`, then one log line.
-//! - Module load: the tag area ([`codetag_alloc_module_section`]), then,
+//! - Module load: the tag area (`codetag_alloc_module_section()`), then,
 //!   once relocated, counters and page-tag indexes for its tags
-//!   ([`codetag_load_module`]), after freeing what drained unloaded modules
+//!   (`codetag_load_module()`), after freeing what drained unloaded modules
 //!   left.
-//! - Module unload ([`codetag_unload_module`]): the module's pending
+//! - Module unload (`codetag_unload_module()`): the module's pending
 //!   `kfree_rcu()` frees land, its armed capture sites are disarmed, its
 //!   Rust call sites and its tags are detached (or freed if nothing is
 //!   charged), then drained leftovers are freed. A
-//!   failed load ([`codetag_free_module_sections`]) is unloaded the same
+//!   failed load (`codetag_free_module_sections()`) is unloaded the same
 //!   way.
 
 use super::compressed::{self, Store};
@@ -39,8 +39,7 @@ static HOOKS: Hooks = Hooks {
 
 /// The profiler's start-up, from its initcall (`subsys_initcall()` in
 /// `lib/alloc_tag_init.c`: before any module can be requested).
-#[no_mangle]
-pub extern "C" fn alloc_tag_init() -> c_int {
+pub(super) fn initcall() -> c_int {
     // Capture's locks, before the registry is ready: its module hook and
     // report hold the registry first.
     #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
@@ -118,8 +117,7 @@ pub extern "C" fn alloc_tag_init() -> c_int {
 /// # Safety
 ///
 /// `module` is a module being loaded.
-#[no_mangle]
-pub unsafe extern "C" fn codetag_alloc_module_section(
+pub(super) unsafe fn alloc_module_section(
     module: *mut bindings::module,
     size: c_ulong,
     align: c_ulong,
@@ -130,13 +128,12 @@ pub unsafe extern "C" fn codetag_alloc_module_section(
 
 /// Gives a relocated module's tags their counters and reports them; runs
 /// before any code of the module. -ENOMEM fails the load, and the failed
-/// load's [`codetag_free_module_sections`] frees the tag area.
+/// load's `codetag_free_module_sections()` frees the tag area.
 ///
 /// # Safety
 ///
 /// `module` is NULL or a module being loaded whose code has not run.
-#[no_mangle]
-pub unsafe extern "C" fn codetag_load_module(module: *mut bindings::module) -> c_int {
+pub(super) unsafe fn load_module(module: *mut bindings::module) -> c_int {
     if module.is_null() {
         return 0;
     }
@@ -155,8 +152,7 @@ pub unsafe extern "C" fn codetag_load_module(module: *mut bindings::module) -> c
 /// # Safety
 ///
 /// `module` is a module whose load failed, still in memory.
-#[no_mangle]
-pub unsafe extern "C" fn codetag_free_module_sections(module: *mut bindings::module) {
+pub(super) unsafe fn free_module_sections(module: *mut bindings::module) {
     if module.is_null() {
         return;
     }
@@ -178,8 +174,7 @@ pub unsafe extern "C" fn codetag_free_module_sections(module: *mut bindings::mod
 /// # Safety
 ///
 /// `module` is NULL or a module being unloaded whose code no longer runs.
-#[no_mangle]
-pub unsafe extern "C" fn codetag_unload_module(module: *mut bindings::module) -> bool {
+pub(super) unsafe fn unload_module(module: *mut bindings::module) -> bool {
     if module.is_null() {
         return true;
     }

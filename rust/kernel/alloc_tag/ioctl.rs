@@ -74,23 +74,23 @@ type NodesHead = bindings::allocinfo_nodes;
 type NodeCounter = bindings::allocinfo_node_counter;
 
 /// `ALLOCINFO_IOC_CONTENT_ID`.
-pub const IOC_CONTENT_ID: u32 = ioctl::_IOR::<bindings::allocinfo_content_id>(
+pub(super) const IOC_CONTENT_ID: u32 = ioctl::_IOR::<bindings::allocinfo_content_id>(
     bindings::ALLOCINFO_IOC_BASE,
     bindings::_ALLOCINFO_IOC_CONTENT_ID,
 );
 /// `ALLOCINFO_IOC_GET_AT`.
-pub const IOC_GET_AT: u32 = ioctl::_IOWR::<GetAt>(
+pub(super) const IOC_GET_AT: u32 = ioctl::_IOWR::<GetAt>(
     bindings::ALLOCINFO_IOC_BASE,
     bindings::_ALLOCINFO_IOC_GET_AT,
 );
 /// `ALLOCINFO_IOC_GET_NEXT`.
-pub const IOC_GET_NEXT: u32 = ioctl::_IOR::<TagData>(
+pub(super) const IOC_GET_NEXT: u32 = ioctl::_IOR::<TagData>(
     bindings::ALLOCINFO_IOC_BASE,
     bindings::_ALLOCINFO_IOC_GET_NEXT,
 );
 /// `ALLOCINFO_IOC_GET_BATCH` with the structure this kernel knows; the
 /// command is also taken with another size ([`batch_size`]).
-pub const IOC_GET_BATCH: u32 = ioctl::_IOWR::<Batch>(
+pub(super) const IOC_GET_BATCH: u32 = ioctl::_IOWR::<Batch>(
     bindings::ALLOCINFO_IOC_BASE,
     bindings::_ALLOCINFO_IOC_GET_BATCH,
 );
@@ -280,7 +280,7 @@ impl Criteria {
 ///
 /// ```
 /// use kernel::alloc::{flags::GFP_KERNEL, VVec};
-/// use kernel::alloc_tag::ioctl::put_name;
+/// use kernel::alloc_tag::testing::put_name;
 ///
 /// let mut area = VVec::<u8>::with_capacity(4096, GFP_KERNEL)?;
 /// area.extend_with(4096, 0, GFP_KERNEL)?;

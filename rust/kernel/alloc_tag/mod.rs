@@ -13,8 +13,11 @@
 //!
 //! # Layers
 //!
-//! Each file uses only the files above it in this list, never one below
-//! (`tools/testing/allocprof/check_layers.py`, run by `make test`, fails on a cycle):
+//! Each file uses only the files above it in this list, never one below.
+//! The modules are private; users see [`AllocTag`] and [`Counters`], the
+//! kernel crate's allocators the site lookup, and C the entry points each
+//! module exports. The profiler's own tests reach a few internals through
+//! `testing` (`CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS`).
 //!
 //! 1. Pure code, no state: [`parse`] (the boot values),
 //!    [`demangle`] (Rust symbol names), [`layout`] (Rust's view of the C
@@ -46,6 +49,9 @@
 //! 6. [`init`]: the profiler's initcall and the module loader's hooks, which
 //!    set the others up, load and unload modules, in order, and give the
 //!    registry its hooks.
+//! 7. [`exports`]: every function C calls, each a shim over the module above
+//!    that does the work; and with `CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS`,
+//!    `testing`.
 //!
 //! # Lock order
 //!
@@ -75,23 +81,34 @@
 //! paths (the slab, percpu and page hooks, and a known Rust site's lookup)
 //! take none while no site is armed for capture.
 
+// The modules the `testing` surface re-exports from keep those items `pub`;
+// without the test hooks nothing reaches them from outside.
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
-pub mod capture;
-pub mod compressed;
-pub mod control;
-pub mod demangle;
-pub mod init;
-pub mod ioctl;
-pub mod layout;
-pub mod node;
-pub mod page;
-pub mod parse;
+mod capture;
+#[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
+mod compressed;
+mod control;
+#[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
+mod demangle;
+mod exports;
+mod init;
+#[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
+mod ioctl;
+mod layout;
+mod node;
+mod page;
+#[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
+mod parse;
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
-pub mod record;
-pub mod registry;
-pub mod report;
-pub mod rust_sites;
-pub mod tag;
-pub mod tag_ref;
+mod record;
+mod registry;
+mod report;
+#[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
+mod rust_sites;
+mod tag;
+mod tag_ref;
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS)]
+pub mod testing;
 
+pub(crate) use rust_sites::tag_for;
 pub use tag::{AllocTag, Counters};

@@ -38,7 +38,7 @@ pub(crate) const CODETAG_FLAG_PERCPU: u32 = 1 << 2;
 
 /// One node's share of a tag.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NodeCounters {
+pub(super) struct NodeCounters {
     /// Bytes of the tag's memory on the node.
     pub bytes: i64,
     /// Live allocations of the tag on the node.
@@ -47,7 +47,7 @@ pub struct NodeCounters {
 
 /// Whether per-node attribution is counting in this boot.
 #[inline]
-pub fn enabled() -> bool {
+pub(super) fn enabled() -> bool {
     #[cfg(CONFIG_MEM_ALLOC_PROFILING_NUMA)]
     {
         // SAFETY: the address of a static key defined in C, which lives for
@@ -74,7 +74,7 @@ fn node_ids() -> usize {
 /// The number of nodes a per-node view has: every node id when attribution
 /// is on, one when the machine has one node, `None` when it has more and
 /// attribution is off (the per-CPU counters alone cannot say).
-pub fn nodes() -> Option<usize> {
+pub(super) fn nodes() -> Option<usize> {
     let n = node_ids();
     if enabled() {
         Some(n)
@@ -141,8 +141,8 @@ impl NodePair {
 /// # Safety
 ///
 /// `tag` is NULL or a tag in an `alloc_tags` section.
-#[no_mangle]
-pub unsafe extern "C" fn __alloc_tag_node_move(
+#[inline(always)]
+pub(super) unsafe fn move_charge(
     tag: *mut bindings::alloc_tag,
     from: i32,
     to: i32,
@@ -172,8 +172,8 @@ pub unsafe extern "C" fn __alloc_tag_node_move(
 /// # Safety
 ///
 /// `tag` is NULL or a tag in an `alloc_tags` section.
-#[no_mangle]
-pub unsafe extern "C" fn __alloc_tag_node_percpu(tag: *mut bindings::alloc_tag) {
+#[inline(always)]
+pub(super) unsafe fn charge_percpu(tag: *mut bindings::alloc_tag) {
     if !tag.is_null() {
         // SAFETY: a tag (caller).
         unsafe { AllocTag::from_raw(tag) }.set_flag(CODETAG_FLAG_PERCPU);
@@ -187,10 +187,8 @@ pub unsafe extern "C" fn __alloc_tag_node_percpu(tag: *mut bindings::alloc_tag) 
 ///
 /// `ref_` is NULL or a tag reference of an object that is being allocated
 /// or freed by the caller.
-#[no_mangle]
-pub unsafe extern "C" fn __alloc_tag_ref_tag(
-    ref_: *mut bindings::codetag_ref,
-) -> *mut bindings::alloc_tag {
+#[inline(always)]
+pub(super) unsafe fn ref_tag(ref_: *mut bindings::codetag_ref) -> *mut bindings::alloc_tag {
     if ref_.is_null() {
         return core::ptr::null_mut();
     }
@@ -264,7 +262,7 @@ fn split_percpu(row: super::Counters, out: &mut [NodeCounters]) {
 /// Reads `tag` per node into `out` (one entry per node of the view,
 /// [`nodes`]); returns the row's counters from the same pass, which the
 /// entries add up to (but for charges in flight, as for any row).
-pub fn read(tag: &AllocTag, out: &mut [NodeCounters]) -> super::Counters {
+pub(super) fn read(tag: &AllocTag, out: &mut [NodeCounters]) -> super::Counters {
     for o in out.iter_mut() {
         *o = NodeCounters::default();
     }

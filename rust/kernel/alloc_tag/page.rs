@@ -21,16 +21,13 @@ use crate::{bindings, page::PAGE_SIZE};
 use super::tag_ref::TagRef;
 
 #[cfg(CONFIG_PAGE_EXTENSION)]
-pub use ext_ops::page_alloc_tagging_ops;
-
-#[cfg(CONFIG_PAGE_EXTENSION)]
 mod ext_ops {
     use crate::{bindings, types::Opaque};
     use core::mem::size_of;
 
     /// The `page_ext` client: one `union codetag_ref` per page.
     #[repr(transparent)]
-    pub struct PageExtOps(pub(super) Opaque<bindings::page_ext_operations>);
+    pub(super) struct PageExtOps(pub(super) Opaque<bindings::page_ext_operations>);
 
     // SAFETY: written only by `page_ext` init (`offset`) before any page hook runs.
     unsafe impl Sync for PageExtOps {}
@@ -40,7 +37,7 @@ mod ext_ops {
     /// built, since `mm/page_ext.c` lists it; it asks for space only when
     /// page tags are kept in page_ext.
     #[no_mangle]
-    pub static page_alloc_tagging_ops: PageExtOps =
+    pub(super) static page_alloc_tagging_ops: PageExtOps =
         PageExtOps(Opaque::new(bindings::page_ext_operations {
             offset: 0,
             size: size_of::<bindings::codetag_ref>(),
@@ -89,7 +86,7 @@ impl PageRef {
     fn tag_ref(&self) -> &TagRef {
         // SAFETY: `offset` was set at boot before any page was allocated and
         // never changes after.
-        let offset = unsafe { (*page_alloc_tagging_ops.0.get()).offset };
+        let offset = unsafe { (*ext_ops::page_alloc_tagging_ops.0.get()).offset };
         // SAFETY: our slot lies `offset` bytes into the held `page_ext`, and
         // the page allocator serialises the hooks of one page.
         unsafe { TagRef::from_raw(self.ext.cast::<u8>().add(offset).cast()) }
@@ -132,7 +129,7 @@ impl PageTag<'_> {
             // SAFETY: the reference belongs to the page being allocated; `tag`
             // is NULL or a tag (the hooks' contract).
             PageTag::Ext(r) => unsafe {
-                super::tag_ref::__alloc_tag_add(
+                super::tag_ref::add(
                     core::ptr::from_ref(r.tag_ref()).cast_mut().cast(),
                     tag,
                     bytes,
@@ -233,8 +230,8 @@ fn pages_bytes(nr: u32) -> usize {
 /// # Safety
 ///
 /// `page` is the head of `nr` pages being allocated; `tag` is NULL or a tag.
-#[no_mangle]
-pub unsafe extern "C" fn __pgalloc_tag_add_compressed(
+#[inline(always)]
+pub(super) unsafe fn add_compressed(
     page: *mut bindings::page,
     tag: *mut bindings::alloc_tag,
     nr: u32,
@@ -244,7 +241,7 @@ pub unsafe extern "C" fn __pgalloc_tag_add_compressed(
     // compressed mode is decided.
     if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && !compressed::in_effect() {
         // SAFETY: the caller's contract is this function's.
-        return unsafe { __pgalloc_tag_add_no_ref(page, tag, nr) };
+        return unsafe { add_no_ref(page, tag, nr) };
     }
     // SAFETY: a valid page (caller), in compressed mode (checked above, or
     // the key the caller tested).
@@ -256,11 +253,11 @@ pub unsafe extern "C" fn __pgalloc_tag_add_compressed(
 /// # Safety
 ///
 /// `page` is the head of `nr` pages being freed.
-#[no_mangle]
-pub unsafe extern "C" fn __pgalloc_tag_sub_compressed(page: *mut bindings::page, nr: u32) {
+#[inline(always)]
+pub(super) unsafe fn sub_compressed(page: *mut bindings::page, nr: u32) {
     if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && !compressed::in_effect() {
         // SAFETY: the caller's contract is this function's.
-        return unsafe { __pgalloc_tag_sub_no_ref(page, nr) };
+        return unsafe { sub_no_ref(page, nr) };
     }
     // SAFETY: as in `__pgalloc_tag_add_compressed()`.
     unsafe { PageIndex::get(page) }.uncharge(pages_bytes(nr));
@@ -272,13 +269,11 @@ pub unsafe extern "C" fn __pgalloc_tag_sub_compressed(page: *mut bindings::page,
 /// # Safety
 ///
 /// `page` is a valid page the caller holds a reference to.
-#[no_mangle]
-pub unsafe extern "C" fn __pgalloc_tag_get_compressed(
-    page: *mut bindings::page,
-) -> *mut bindings::alloc_tag {
+#[inline(always)]
+pub(super) unsafe fn get_compressed(page: *mut bindings::page) -> *mut bindings::alloc_tag {
     if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && !compressed::in_effect() {
         // SAFETY: the caller's contract is this function's.
-        return unsafe { __pgalloc_tag_get(page) };
+        return unsafe { tag_of(page) };
     }
     // SAFETY: as in `__pgalloc_tag_add_compressed()`.
     unsafe { PageIndex::get(page) }
@@ -293,14 +288,10 @@ pub unsafe extern "C" fn __pgalloc_tag_get_compressed(
 ///
 /// # Safety
 ///
-/// As [`__pgalloc_tag_add_compressed`].
-#[no_mangle]
+/// As `__pgalloc_tag_add_compressed()`.
 #[cold]
-pub unsafe extern "C" fn __pgalloc_tag_add_no_ref(
-    page: *mut bindings::page,
-    tag: *mut bindings::alloc_tag,
-    nr: u32,
-) {
+#[inline(always)]
+pub(super) unsafe fn add_no_ref(page: *mut bindings::page, tag: *mut bindings::alloc_tag, nr: u32) {
     // SAFETY: `page` is a valid page (caller).
     if let Some(t) = unsafe { PageTag::get(page) } {
         t.charge(tag, pages_bytes(nr));
@@ -317,14 +308,14 @@ fn untracked(tag: &AllocTag) {
     tag.mark_inaccurate();
 }
 
-/// The free side of [`__pgalloc_tag_add_no_ref`].
+/// The free side of `__pgalloc_tag_add_no_ref()`.
 ///
 /// # Safety
 ///
 /// `page` is the head of `nr` pages being freed.
-#[no_mangle]
 #[cold]
-pub unsafe extern "C" fn __pgalloc_tag_sub_no_ref(page: *mut bindings::page, nr: u32) {
+#[inline(always)]
+pub(super) unsafe fn sub_no_ref(page: *mut bindings::page, nr: u32) {
     // SAFETY: `page` is a valid page (caller).
     if let Some(t) = unsafe { PageTag::get(page) } {
         t.uncharge(pages_bytes(nr));
@@ -336,8 +327,8 @@ pub unsafe extern "C" fn __pgalloc_tag_sub_no_ref(page: *mut bindings::page, nr:
 /// # Safety
 ///
 /// `page` is a valid page.
-#[no_mangle]
-pub unsafe extern "C" fn __pgalloc_tag_get(page: *mut bindings::page) -> *mut bindings::alloc_tag {
+#[inline(always)]
+pub(super) unsafe fn tag_of(page: *mut bindings::page) -> *mut bindings::alloc_tag {
     // SAFETY: `page` is a valid page (caller).
     unsafe { PageTag::get(page) }
         .and_then(|t| t.tag())
@@ -349,8 +340,8 @@ pub unsafe extern "C" fn __pgalloc_tag_get(page: *mut bindings::page) -> *mut bi
 /// # Safety
 ///
 /// `tag` is a tag.
-#[no_mangle]
-pub unsafe extern "C" fn __pgalloc_tag_sub_pages(tag: *mut bindings::alloc_tag, nr: u32) {
+#[inline(always)]
+pub(super) unsafe fn sub_pages(tag: *mut bindings::alloc_tag, nr: u32) {
     // SAFETY: `tag` is a tag (caller).
     unsafe { AllocTag::from_raw(tag) }.sub_bytes(pages_bytes(nr));
 }
@@ -360,8 +351,8 @@ pub unsafe extern "C" fn __pgalloc_tag_sub_pages(tag: *mut bindings::alloc_tag, 
 /// # Safety
 ///
 /// `page` is a valid page that is not being allocated or freed concurrently.
-#[no_mangle]
-pub unsafe extern "C" fn __clear_page_tag_ref(page: *mut bindings::page) {
+#[inline(always)]
+pub(super) unsafe fn clear_ref(page: *mut bindings::page) {
     // SAFETY: `page` is a valid page (caller).
     if let Some(t) = unsafe { PageTag::get(page) } {
         t.set_empty();
@@ -375,12 +366,8 @@ pub unsafe extern "C" fn __clear_page_tag_ref(page: *mut bindings::page) {
 ///
 /// `folio` is an allocated folio of order `old_order` being split into pieces
 /// of order `new_order`.
-#[no_mangle]
-pub unsafe extern "C" fn __pgalloc_tag_split(
-    folio: *mut bindings::folio,
-    old_order: i32,
-    new_order: i32,
-) -> u32 {
+#[inline(always)]
+pub(super) unsafe fn split(folio: *mut bindings::folio, old_order: i32, new_order: i32) -> u32 {
     if !(0..32).contains(&new_order) || !(new_order..32).contains(&old_order) {
         return 0;
     }
@@ -427,11 +414,8 @@ pub unsafe extern "C" fn __pgalloc_tag_split(
 ///
 /// `new` and `old` are valid folios of the same size, both locked for
 /// migration.
-#[no_mangle]
-pub unsafe extern "C" fn __pgalloc_tag_swap(
-    new: *mut bindings::folio,
-    old: *mut bindings::folio,
-) -> bool {
+#[inline(always)]
+pub(super) unsafe fn swap(new: *mut bindings::folio, old: *mut bindings::folio) -> bool {
     // SAFETY: both folios are valid (caller), so are their head pages.
     let (new_head, old_head) =
         unsafe { (bindings::folio_page(new, 0), bindings::folio_page(old, 0)) };

@@ -54,7 +54,7 @@ impl BootError {
 /// # Examples
 ///
 /// ```
-/// use kernel::alloc_tag::parse::{parse_boot_value, BootError, BootMode, BootValue};
+/// use kernel::alloc_tag::testing::{parse_boot_value, BootError, BootMode, BootValue};
 ///
 /// let on = |compressed| Ok(BootValue { mode: BootMode::On, compressed });
 /// assert_eq!(parse_boot_value(b"1"), on(false));
@@ -96,7 +96,7 @@ pub fn parse_boot_value(value: &[u8]) -> Result<BootValue, BootError> {
 /// # Examples
 ///
 /// ```
-/// use kernel::alloc_tag::parse::parse_page_bits;
+/// use kernel::alloc_tag::testing::parse_page_bits;
 ///
 /// assert_eq!(parse_page_bits(b"8"), Some(8));
 /// assert_eq!(parse_page_bits(b"064"), Some(64));

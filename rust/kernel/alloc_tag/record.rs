@@ -35,12 +35,12 @@ use core::{
 };
 
 /// Armed sites at most.
-pub const MAX_SITES: usize = 8;
+pub(super) const MAX_SITES: usize = 8;
 /// Live records at most, all sites together (the pool grows to this many
 /// records, 48 bytes each on 64-bit: 768 KiB at most).
-pub const MAX_RECORDS: usize = 16384;
+pub(super) const MAX_RECORDS: usize = 16384;
 /// Records per chunk of the pool (one allocation each).
-pub const CHUNK_RECORDS: usize = 32;
+pub(super) const CHUNK_RECORDS: usize = 32;
 /// Free records the pool has when the first site is armed.
 pub(super) const POOL_MIN: usize = 2 * CHUNK_RECORDS;
 /// A refill is queued when fewer records than this are free.
@@ -50,10 +50,10 @@ const REFILL_TARGET: usize = 4 * CHUNK_RECORDS;
 
 const _: () = assert!(MAX_RECORDS % CHUNK_RECORDS == 0 && POOL_MIN <= MAX_RECORDS);
 /// Distinct stacks kept per site; more go to the site's "other" bucket.
-pub const MAX_STACKS: usize = 32;
+pub(super) const MAX_STACKS: usize = 32;
 
 /// The innermost frames of a captured stack that are capture's own: the
-/// helper that saves it, [`record_add`] and [`__alloc_tag_add_capture`].
+/// helper that saves it, [`record_add`] and `__alloc_tag_add_capture()`.
 const CAPTURE_FRAMES: u32 = 3;
 
 /// Set in a tag reference holding a [`Record`]'s address.
@@ -339,8 +339,8 @@ pub(super) fn find(state: &State, tag: *mut bindings::alloc_tag) -> Option<*mut 
 /// # Safety
 ///
 /// As `__alloc_tag_add()`.
-#[no_mangle]
-pub unsafe extern "C" fn __alloc_tag_add_capture(
+#[inline(always)]
+pub(super) unsafe fn add(
     ref_: *mut bindings::codetag_ref,
     tag: *mut bindings::alloc_tag,
     bytes: usize,
@@ -353,7 +353,7 @@ pub unsafe extern "C" fn __alloc_tag_add_capture(
         }
     }
     // SAFETY: the caller's contract is this function's.
-    unsafe { super::tag_ref::__alloc_tag_add(ref_, tag, bytes) }
+    unsafe { super::tag_ref::add(ref_, tag, bytes) }
 }
 
 /// Charges `bytes` to `tag` through a record from the pool; false if it
@@ -416,7 +416,7 @@ unsafe fn record_add(
                 s.records = rec;
                 // The plain charge (debug checks included), then the
                 // reference points at the record.
-                super::tag_ref::__alloc_tag_add(ref_, tag, bytes);
+                super::tag_ref::add(ref_, tag, bytes);
                 (*ref_).ct = (rec as usize | FLAG_RECORD) as *mut bindings::codetag;
             }
             true
@@ -436,8 +436,8 @@ unsafe fn record_add(
 /// # Safety
 ///
 /// As `__alloc_tag_sub()`.
-#[no_mangle]
-pub unsafe extern "C" fn __alloc_tag_sub_capture(ref_: *mut bindings::codetag_ref, bytes: usize) {
+#[inline(always)]
+pub(super) unsafe fn sub(ref_: *mut bindings::codetag_ref, bytes: usize) {
     if !ref_.is_null() {
         // SAFETY: the reference of the object being freed (caller).
         let ct = unsafe { (*ref_).ct } as usize;
@@ -448,7 +448,7 @@ pub unsafe extern "C" fn __alloc_tag_sub_capture(ref_: *mut bindings::codetag_re
         }
     }
     // SAFETY: the caller's contract is this function's.
-    unsafe { super::tag_ref::__alloc_tag_sub(ref_, bytes) }
+    unsafe { super::tag_ref::sub(ref_, bytes) }
 }
 
 /// Gives the record `ct` points at back to the pool, if the reference
@@ -467,7 +467,7 @@ unsafe fn record_sub(ref_: *mut bindings::codetag_ref, ct: usize, bytes: usize) 
         // Disarmed meanwhile: the reference holds the site's tag again.
         drop(g);
         // SAFETY: the caller's contract.
-        unsafe { super::tag_ref::__alloc_tag_sub(ref_, bytes) };
+        unsafe { super::tag_ref::sub(ref_, bytes) };
         return;
     }
     let rec = (ct & !FLAG_RECORD) as *mut Record;
@@ -475,7 +475,7 @@ unsafe fn record_sub(ref_: *mut bindings::codetag_ref, ct: usize, bytes: usize) 
     // linked in its site, which is armed; the lock is held (`g`).
     unsafe {
         (*ref_).ct = take_record(&mut g, rec);
-        super::tag_ref::__alloc_tag_sub(ref_, bytes);
+        super::tag_ref::sub(ref_, bytes);
     }
 }
 
@@ -619,8 +619,7 @@ pub(super) fn free_pool(_c: &Control) {
 
 /// The pool's refill, from a work item queued by the record path when the
 /// pool runs low.
-#[no_mangle]
-pub extern "C" fn alloc_tag_capture_refill() {
+pub(super) fn refill() {
     let c = Control::lock();
     let armed = Guard::lock().state().armed;
     // Without memory the record path counts uncaptured allocations and

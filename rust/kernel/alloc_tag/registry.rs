@@ -48,7 +48,7 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering
 /// codetag_type_desc`'s callbacks tell the users of C code tags: only the
 /// calls that must go upward. The init file fills it in and gives it to
 /// [`init`].
-pub struct Hooks {
+pub(super) struct Hooks {
     /// A module is going (its code no longer runs): its tags elsewhere
     /// (Rust call sites) leave or are detached; returns whether it had any.
     /// Called with the registry held for writing.
@@ -180,7 +180,7 @@ static CONTENT_ID: AtomicU64 = AtomicU64::new(0);
 
 /// The content id of the tag set (`ALLOCINFO_IOC_CONTENT_ID`): it differs
 /// between any two reads with a module load or unload between them.
-pub fn content_id() -> u64 {
+pub(super) fn content_id() -> u64 {
     CONTENT_ID.load(Ordering::Acquire)
 }
 
@@ -211,17 +211,17 @@ pub(crate) fn init(hooks: &'static Hooks) {
 }
 
 /// The registry, held for reading.
-pub struct ReadGuard(rwsem::ReadGuard<'static, KVec<Segment>>);
+pub(super) struct ReadGuard(rwsem::ReadGuard<'static, KVec<Segment>>);
 
 /// Takes the registry for reading (may sleep). `None` before init.
-pub fn read() -> Option<ReadGuard> {
+pub(super) fn read() -> Option<ReadGuard> {
     READY
         .load(Ordering::Acquire)
         .then(|| ReadGuard(REGISTRY.read()))
 }
 
 /// Takes the registry for reading if that needs no waiting (never sleeps).
-pub fn try_read() -> Option<ReadGuard> {
+pub(super) fn try_read() -> Option<ReadGuard> {
     if !READY.load(Ordering::Acquire) {
         return None;
     }
@@ -237,7 +237,7 @@ impl ReadGuard {
     ///
     /// The caller holds the registry for reading and hands that hold to the
     /// returned guard, which releases it when dropped (unless forgotten).
-    pub unsafe fn assume_held() -> ReadGuard {
+    pub(super) unsafe fn assume_held() -> ReadGuard {
         // SAFETY: the caller holds the registry for reading and hands the
         // hold over.
         ReadGuard(unsafe { rwsem::ReadGuard::assume_held(&REGISTRY) })
@@ -258,7 +258,7 @@ impl ReadGuard {
     /// and unloading modules moves positions, and that changes
     /// [`content_id`]. The tag is borrowed for as long as the registry is
     /// held.
-    pub fn next_from(&self, pos: usize) -> Option<(usize, &AllocTag)> {
+    pub(super) fn next_from(&self, pos: usize) -> Option<(usize, &AllocTag)> {
         let (at, run) = self.run_from(pos)?;
         Some((at, run.first()?))
     }
@@ -271,7 +271,7 @@ impl ReadGuard {
     /// sees the tags [`ReadGuard::next_from`] gives one at a time, with one
     /// lookup per segment instead of one per tag. Borrowed for as long as
     /// the registry is held.
-    pub fn run_from(&self, pos: usize) -> Option<(usize, &[AllocTag])> {
+    pub(super) fn run_from(&self, pos: usize) -> Option<(usize, &[AllocTag])> {
         let v = vmlinux();
         if pos < v.len {
             return Some((pos, v.tags_from(pos)));
@@ -298,20 +298,15 @@ impl ReadGuard {
 
     /// Every tag, in walk order, borrowed for as long as the registry is
     /// held.
-    pub fn tags(&self) -> impl Iterator<Item = &AllocTag> + '_ {
+    pub(super) fn tags(&self) -> impl Iterator<Item = &AllocTag> + '_ {
         core::iter::once(vmlinux())
             .chain(self.modules().copied())
             .flat_map(Segment::reported)
     }
 
     /// The number of tags.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         vmlinux().len + self.modules().map(|s| s.reported_len()).sum::<usize>()
-    }
-
-    /// Whether there are no tags at all.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -631,7 +626,7 @@ fn detach(w: &mut WriteGuard, idx: usize) -> Option<Removed> {
 /// Frees the tag areas of detached modules whose allocations are all gone.
 /// Called at module load and unload and when `/proc/allocinfo` is opened;
 /// may sleep. Costs one atomic read when no module is detached.
-pub fn reclaim() {
+pub(super) fn reclaim() {
     const BATCH: usize = 8;
     let Some(h) = hooks() else {
         return;

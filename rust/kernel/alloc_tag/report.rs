@@ -268,20 +268,16 @@ pub(super) fn procfs_init() {
 /// gives up (returns 0) if the registry is being changed.
 ///
 /// When it returns more than 0, the registry stays held for reading until
-/// [`alloc_tag_top_users_end`], so that the tags, their strings and their
+/// `alloc_tag_top_users_end()`, so that the tags, their strings and their
 /// counters stay valid while the caller prints them: a module unloaded
 /// meanwhile waits, instead of freeing its strings under the printer.
 ///
 /// # Safety
 ///
 /// `tags` points to `count` writable `codetag_bytes`. After a non-zero
-/// return the caller calls [`alloc_tag_top_users_end`] once, from the same
+/// return the caller calls `alloc_tag_top_users_end()` once, from the same
 /// task.
-#[no_mangle]
-pub unsafe extern "C" fn alloc_tag_top_users_begin(
-    tags: *mut bindings::codetag_bytes,
-    count: usize,
-) -> usize {
+pub(super) unsafe fn top_users_begin(tags: *mut bindings::codetag_bytes, count: usize) -> usize {
     if tags.is_null() || count == 0 {
         return 0;
     }
@@ -315,14 +311,13 @@ pub unsafe extern "C" fn alloc_tag_top_users_begin(
     nr
 }
 
-/// Releases the registry that [`alloc_tag_top_users_begin`] left held.
+/// Releases the registry that `alloc_tag_top_users_begin()` left held.
 ///
 /// # Safety
 ///
 /// Called once after each non-zero return of
-/// [`alloc_tag_top_users_begin`], by the same task.
-#[no_mangle]
-pub unsafe extern "C" fn alloc_tag_top_users_end() {
+/// `alloc_tag_top_users_begin()`, by the same task.
+pub(super) unsafe fn top_users_end() {
     // SAFETY: `alloc_tag_top_users_begin` left the registry held for
     // reading (caller); this releases that hold.
     drop(unsafe { registry::ReadGuard::assume_held() });

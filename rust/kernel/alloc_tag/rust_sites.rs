@@ -20,7 +20,7 @@
 //!   (relative to the source tree), line, module and function, and enters
 //!   it in the table. Copies of one site's `Location` (from different
 //!   codegen units) share one tag. Blocks of tags are added from process
-//!   context by a work item ([`alloc_tag_rust_sites_grow`]) when the free
+//!   context by a work item (`alloc_tag_rust_sites_grow()`) when the free
 //!   tags run low; the registry reports their tags in use like any other.
 //! - The function is named from the stack: the first frame outside the
 //!   kernel crate's allocation machinery, its v0 symbol reduced to the
@@ -75,7 +75,7 @@ const TABLE_BITS: u32 = (2 * MAX_BLOCKS * BLOCK_TAGS)
 const TABLE_SIZE: usize = 1 << TABLE_BITS;
 
 /// Slots a lookup or an insertion looks at, from the key's hash on.
-pub const MAX_PROBE: usize = 16;
+pub(super) const MAX_PROBE: usize = 16;
 
 /// Bytes kept of a site's file path, function name and module name, with the
 /// terminating NUL.
@@ -298,12 +298,14 @@ fn count(n: usize) {
 /// stays at most [`LOCK_HOLD_BOUND`] whatever
 /// `CONFIG_MEM_ALLOC_PROFILING_RUST_SITES` is, unless the identity index
 /// overflowed (see [`find_live`]). For tests.
-pub fn max_lock_hold() -> usize {
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS)]
+pub(super) fn max_lock_hold() -> usize {
     HOLD.max.load(Ordering::Relaxed)
 }
 
 /// The bound on [`max_lock_hold`]: a chunk of the table, or a block of
 /// sites with their identity runs.
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS)]
 pub const LOCK_HOLD_BOUND: usize = 2 * GONE_CHUNK;
 
 #[inline(always)]
@@ -355,11 +357,11 @@ fn lookup(table: &[Slot], key: usize) -> Option<&'static Site> {
 /// # Examples
 ///
 /// ```
-/// use kernel::alloc_tag::{rust_sites, AllocTag};
+/// use kernel::alloc_tag::{testing::tag_for, AllocTag};
 ///
 /// #[track_caller]
 /// fn site_tag() -> &'static AllocTag {
-///     let tag = rust_sites::tag_for(core::panic::Location::caller());
+///     let tag = tag_for(core::panic::Location::caller());
 ///     // SAFETY: the tags `tag_for` returns stay valid for good.
 ///     unsafe { AllocTag::from_raw(tag) }
 /// }
@@ -959,14 +961,14 @@ fn grow() -> bool {
 /// out), as the work item does one at a time when free sites run low;
 /// returns the number of site tags then. Process context; may sleep. For
 /// tests that need the whole pool in place (the compressed index budget).
-pub fn grow_all() -> usize {
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS)]
+pub(super) fn grow_all() -> usize {
     while grow() {}
     nr_sites()
 }
 
 /// The work item that adds a block of sites when they run low.
-#[no_mangle]
-pub extern "C" fn alloc_tag_rust_sites_grow() {
+pub(super) fn grow_work() {
     static WARNED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
     if SITES.free.load(Ordering::Relaxed) < BLOCK_TAGS / 4
         && !grow()

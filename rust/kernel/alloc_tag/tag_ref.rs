@@ -37,7 +37,7 @@ pub(crate) const REF_RECORD: usize = bindings::ALLOC_TAG_REF_RECORD as usize;
 /// at a capture record (then only capture reads or writes it: callers test
 /// [`TagRef::holds_record`] before [`TagRef::tag`] or [`TagRef::uncharge`]).
 #[repr(transparent)]
-pub struct TagRef(Opaque<bindings::codetag_ref>);
+pub(super) struct TagRef(Opaque<bindings::codetag_ref>);
 
 impl TagRef {
     /// Borrows a reference.
@@ -46,7 +46,7 @@ impl TagRef {
     ///
     /// `ptr` must satisfy the type invariants for `'a`.
     #[inline(always)]
-    pub unsafe fn from_raw<'a>(ptr: *mut bindings::codetag_ref) -> &'a TagRef {
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::codetag_ref) -> &'a TagRef {
         // SAFETY: transparent wrapper; validity is the caller's promise.
         unsafe { &*ptr.cast() }
     }
@@ -78,7 +78,7 @@ impl TagRef {
 
     /// Whether the reference holds a capture record rather than a tag.
     #[inline(always)]
-    pub fn holds_record(&self) -> bool {
+    pub(super) fn holds_record(&self) -> bool {
         #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
         {
             self.get() as usize & REF_RECORD != 0
@@ -91,7 +91,7 @@ impl TagRef {
 
     /// The tag this reference holds, if it holds one (not a record).
     #[inline(always)]
-    pub fn tag(&self) -> Option<&'static AllocTag> {
+    pub(super) fn tag(&self) -> Option<&'static AllocTag> {
         let ct = self.get();
         if ct.is_null() || Self::is_empty_marker(ct) {
             return None;
@@ -101,27 +101,21 @@ impl TagRef {
         Some(unsafe { AllocTag::from_codetag(ct) })
     }
 
-    /// Records `tag` without touching any counter (migration moves a charge).
-    #[inline(always)]
-    pub fn set_tag(&self, tag: Option<&AllocTag>) {
-        self.set(tag.map_or(null_mut(), |t| t.codetag()));
-    }
-
     /// The raw value, for moving a reference as it is.
     #[inline(always)]
-    pub fn raw(&self) -> *mut bindings::codetag {
+    pub(super) fn raw(&self) -> *mut bindings::codetag {
         self.get()
     }
 
     /// Stores a raw value taken from another reference with [`TagRef::raw`].
     #[inline(always)]
-    pub fn set_raw(&self, ct: *mut bindings::codetag) {
+    pub(super) fn set_raw(&self, ct: *mut bindings::codetag) {
         self.set(ct);
     }
 
     /// Charges `bytes` and one call to `tag` and records it.
     #[inline(always)]
-    pub fn charge(&self, tag: &AllocTag, bytes: usize) {
+    pub(super) fn charge(&self, tag: &AllocTag, bytes: usize) {
         debug::check_add(self.get());
         self.set(tag.codetag());
         tag.charge(bytes);
@@ -129,7 +123,7 @@ impl TagRef {
 
     /// Records `tag` for one more piece of a split allocation (one more call).
     #[inline(always)]
-    pub fn charge_piece(&self, tag: &AllocTag) {
+    pub(super) fn charge_piece(&self, tag: &AllocTag) {
         debug::check_add(self.get());
         self.set(tag.codetag());
         tag.add_call();
@@ -137,7 +131,7 @@ impl TagRef {
 
     /// Uncharges `bytes` and one call from the recorded tag and clears it.
     #[inline(always)]
-    pub fn uncharge(&self, bytes: usize) {
+    pub(super) fn uncharge(&self, bytes: usize) {
         let ct = self.get();
         if ct.is_null() {
             debug::warn_free_without_ref();
@@ -153,7 +147,7 @@ impl TagRef {
 
     /// Marks the object as deliberately not counted.
     #[inline(always)]
-    pub fn set_empty(&self) {
+    pub(super) fn set_empty(&self) {
         #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
         self.set(CODETAG_EMPTY);
         #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_DEBUG))]
@@ -242,8 +236,8 @@ pub(super) mod debug {
 /// `ref_` is a tag reference of the object being allocated, never NULL (the
 /// hooks call only once they have one), which no one else writes meanwhile;
 /// `tag` is NULL or a tag in an `alloc_tags` section.
-#[no_mangle]
-pub unsafe extern "C" fn __alloc_tag_add(
+#[inline(always)]
+pub(super) unsafe fn add(
     ref_: *mut bindings::codetag_ref,
     tag: *mut bindings::alloc_tag,
     bytes: usize,
@@ -263,9 +257,9 @@ pub unsafe extern "C" fn __alloc_tag_add(
 /// # Safety
 ///
 /// `ref_` is a tag reference of the object being freed, never NULL (as for
-/// [`__alloc_tag_add`]), which no one else writes meanwhile.
-#[no_mangle]
-pub unsafe extern "C" fn __alloc_tag_sub(ref_: *mut bindings::codetag_ref, bytes: usize) {
+/// `__alloc_tag_add()`), which no one else writes meanwhile.
+#[inline(always)]
+pub(super) unsafe fn sub(ref_: *mut bindings::codetag_ref, bytes: usize) {
     // SAFETY: valid by the function's safety contract.
     unsafe { TagRef::from_raw(ref_) }.uncharge(bytes);
 }
@@ -277,8 +271,8 @@ pub unsafe extern "C" fn __alloc_tag_sub(ref_: *mut bindings::codetag_ref, bytes
 /// # Safety
 ///
 /// `tag` is NULL or a tag in an `alloc_tags` section.
-#[no_mangle]
-pub unsafe extern "C" fn alloc_tag_set_inaccurate(tag: *mut bindings::alloc_tag) {
+#[inline(always)]
+pub(super) unsafe fn set_inaccurate(tag: *mut bindings::alloc_tag) {
     if !tag.is_null() {
         // SAFETY: a tag (caller).
         unsafe { AllocTag::from_raw(tag) }.mark_inaccurate();
@@ -290,10 +284,8 @@ pub unsafe extern "C" fn alloc_tag_set_inaccurate(tag: *mut bindings::alloc_tag)
 /// # Safety
 ///
 /// `tag` is a tag in an `alloc_tags` section.
-#[no_mangle]
-pub unsafe extern "C" fn alloc_tag_read(
-    tag: *mut bindings::alloc_tag,
-) -> bindings::alloc_tag_counters {
+#[inline(always)]
+pub(super) unsafe fn read(tag: *mut bindings::alloc_tag) -> bindings::alloc_tag_counters {
     // SAFETY: valid by the function's safety contract.
     let c = unsafe { AllocTag::from_raw(tag) }.read();
     bindings::alloc_tag_counters {

@@ -8,7 +8,9 @@ finds where each file names another: `super::x` paths (`use super::x::..`,
 module counts from that module), `crate::alloc_tag::x` paths, and in mod.rs
 the paths that start with a child module (`tag::AllocTag`, `pub use
 self::tag::..`).  A name that is no file of the directory is an item of
-mod.rs, so the edge goes to mod.rs.  Comments are skipped: doc links may
+mod.rs, so the edge goes to mod.rs, unless mod.rs re-exports it from a
+child (`pub use tag::{AllocTag, Counters}`, `pub(crate) use
+rust_sites::tag_for`): then the edge goes to that child, where the item is.  Comments are skipped: doc links may
 point anywhere.
 
 Prints the files in dependency order (each after everything it uses) and
@@ -138,13 +140,31 @@ def brace_group(code, start):
     return code[start + 1:]
 
 
-def references(name, code, files):
+def reexports(code, files):
+    """Names mod.rs re-exports from a child: {name: child}."""
+    out = {}
+    vis = r'\bpub\s*(?:\([^)]*\)\s*)?use\s+(?:self\s*::\s*)?(' + IDENT + r')\s*::\s*'
+    for m in re.finditer(vis + r'(\{|' + IDENT + ')', code):
+        child = m.group(1)
+        if child not in files or child == 'mod':
+            continue
+        if m.group(2) == '{':
+            for n in first_names(brace_group(code, m.start(2))):
+                out[n] = child
+        else:
+            out[m.group(2)] = child
+    return out
+
+
+def references(name, code, files, reexported=None):
     """The files `name` (a module name, 'mod' for mod.rs) refers to."""
     refs = {}
     depth_at = inline_mod_depths(code)
+    reexported = reexported or {}
 
     def add(target, pos):
-        target = target if target in files else 'mod'
+        if target not in files:
+            target = reexported.get(target, 'mod')
         if target != name:
             line = code.count('\n', 0, pos) + 1
             refs.setdefault(target, line)
@@ -193,7 +213,8 @@ def graph(directory):
         if fn.endswith('.rs'):
             with open(os.path.join(directory, fn), encoding='utf-8') as f:
                 files[fn[:-3]] = strip_comments(f.read())
-    return {name: references(name, code, files)
+    reexported = reexports(files.get('mod', ''), files)
+    return {name: references(name, code, files, reexported)
             for name, code in files.items()}
 
 

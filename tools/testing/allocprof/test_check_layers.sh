@@ -64,7 +64,10 @@ expect "super::super from an inline module" 1 '^cycle: a\.rs -> b\.rs -> a\.rs$'
 d=$(tree inner a='mod inner {\n    use super::b;\n}' b='use super::a;')
 expect "super from an inline module stays in the file" 0 'no cycle$' "$d"
 
-d=$(tree reexport mod='pub mod tag;\npub use tag::AllocTag;' tag='use super::AllocTag;')
+d=$(tree ownitem mod='pub mod tag;\npub use tag::AllocTag;' tag='use super::AllocTag;')
+expect "a file naming its own item through mod.rs" 0 '^layers: 2 files, no cycle$' "$d"
+
+d=$(tree moditem mod='pub use tag::Y;\npub const X: u32 = 1;' tag='use super::X;\npub const Y: u32 = 2;')
 expect "mod.rs items and re-exports" 1 '^cycle: mod\.rs -> tag\.rs -> mod\.rs$' "$d"
 
 d=$(tree order mod='pub use tag::T;' tag='' page='use super::{tag::T, store};' \
@@ -78,6 +81,16 @@ else
 	fail=$((fail + 1))
 	echo "FAIL layers: order: got '$out'"
 fi
+
+# A name mod.rs re-exports is the child's: b uses a through it.
+d=$(tree reexported mod='pub use a::T;' a='pub struct T;\nuse super::b;' b='use super::T;')
+expect "a name re-exported by mod.rs is its child's" 1 '^cycle: a\.rs -> b\.rs -> a\.rs$' "$d"
+
+# mod.rs re-exporting from a file at the top (the crate's allocators use
+# it) is no cycle with the files below that use other re-exported names.
+d=$(tree surface mod='pub use a::T;\npub(crate) use c::f;' a='pub struct T;' b='use super::T;' \
+	c='use super::b;\npub fn f() {}')
+expect "re-exports from the top and the bottom are no cycle" 0 '^layers: 4 files, no cycle$' "$d"
 
 echo "host layers: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

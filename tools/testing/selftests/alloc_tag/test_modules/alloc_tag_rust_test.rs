@@ -194,8 +194,9 @@ fn alloc_all(h: &mut Held) -> Result {
     alloc_atomic(h)
 }
 
-/// The command callback: 1 alloc, 2 free, 3 adopt, 4 grow (with our core:
-/// every block of Rust site tags in place now; `EINVAL` without it).
+/// The command callback: 1 alloc, 2 free, 3 adopt, 4 grow (with
+/// `CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS`: every block of Rust site tags in
+/// place now; `EINVAL` without it).
 ///
 /// # Safety
 ///
@@ -210,9 +211,9 @@ unsafe extern "C" fn cmd(op: c_int) -> c_int {
             Ok(())
         }
         3 => adopt_kbox(),
-        #[cfg(allocprof_core)]
+        #[cfg(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS)]
         4 => {
-            kernel::alloc_tag::rust_sites::grow_all();
+            kernel::alloc_tag::testing::grow_all_rust_sites();
             Ok(())
         }
         _ => Err(EINVAL),
@@ -242,10 +243,10 @@ impl core::fmt::Write for Buf<'_> {
     }
 }
 
-/// The sites callback: `<kind> <line> <function>` lines, then
-/// with our core `lock_hold <most reads under one hold> <bound>` and
-/// `page_ids <module indexes used> <Rust site indexes used>`,
-/// NUL-terminated.
+/// The sites callback: `<kind> <line> <function>` lines, then with
+/// `CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS` `lock_hold <most reads under one
+/// hold> <bound>` and `page_ids <module indexes used> <Rust site indexes
+/// used>`, NUL-terminated.
 ///
 /// # Safety
 ///
@@ -263,16 +264,16 @@ unsafe extern "C" fn sites(out: *mut c_char, len: usize) -> isize {
     }
     // How long the core held its sites lock at most, in slot and site
     // reads, and the bound it promises.
-    #[cfg(allocprof_core)]
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS)]
     {
-        let hold = kernel::alloc_tag::rust_sites::max_lock_hold();
-        let bound = kernel::alloc_tag::rust_sites::LOCK_HOLD_BOUND;
+        let hold = kernel::alloc_tag::testing::max_lock_hold();
+        let bound = kernel::alloc_tag::testing::LOCK_HOLD_BOUND;
         if writeln!(w, "lock_hold {} {}", hold, bound).is_err() {
             return ENOSPC.to_errno() as isize;
         }
         // Compressed page-tag indexes in use by module tags and by Rust
         // site blocks (0 0 when page tags are not compressed).
-        let (modules, rust) = kernel::alloc_tag::compressed::slots_used();
+        let (modules, rust) = kernel::alloc_tag::testing::page_ids_used();
         if writeln!(w, "page_ids {} {}", modules, rust).is_err() {
             return ENOSPC.to_errno() as isize;
         }

@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Every function C calls in the profiler, in one place.
+//!
+//! C declares them in [`include/linux/alloc_tag.h`](srctree/include/linux/alloc_tag.h),
+//! [`include/linux/pgalloc_tag.h`](srctree/include/linux/pgalloc_tag.h) and
+//! [`include/linux/codetag.h`](srctree/include/linux/codetag.h). Each is a shim
+//! over the module that does the work: the contract a caller keeps is that
+//! function's, stated there once, and nothing is decided here.
+
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+use super::{capture, record};
+use super::{control, init, node, page, report, rust_sites, tag_ref};
+use crate::bindings;
+use crate::ffi::{c_char, c_int, c_ulong, c_void};
+
+/// A command written to `/sys/kernel/debug/allocinfo_capture`. See [`capture::command_str`].
+///
+/// # Safety
+///
+/// As [`capture::command_str`].
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+#[no_mangle]
+unsafe extern "C" fn alloc_tag_capture_command(cmd: *const c_char) -> c_int {
+    // SAFETY: the caller keeps the contract of `capture::command_str`.
+    unsafe { capture::command_str(cmd) }
+}
+
+/// Whether profiling is off for good (`never`). See [`control::permanently_disabled`].
+#[no_mangle]
+extern "C" fn mem_alloc_profiling_permanently_disabled() -> bool {
+    control::permanently_disabled()
+}
+
+/// `sysctl.vm.mem_profiling=` on the kernel command line. See [`control::early_param`].
+///
+/// # Safety
+///
+/// As [`control::early_param`].
+#[no_mangle]
+unsafe extern "C" fn alloc_tag_early_param(value: *mut c_char) -> c_int {
+    // SAFETY: the caller keeps the contract of `control::early_param`.
+    unsafe { control::early_param(value) }
+}
+
+/// `alloc_tag_page_bits=` on the kernel command line. See [`control::page_bits_param`].
+///
+/// # Safety
+///
+/// As [`control::page_bits_param`].
+#[no_mangle]
+unsafe extern "C" fn alloc_tag_page_bits_param(value: *mut c_char) -> c_int {
+    // SAFETY: the caller keeps the contract of `control::page_bits_param`.
+    unsafe { control::page_bits_param(value) }
+}
+
+/// The profiler's initcall. See [`init::initcall`].
+#[no_mangle]
+extern "C" fn alloc_tag_init() -> c_int {
+    init::initcall()
+}
+
+/// The module loader asks for the area of a module's `alloc_tags` section.
+/// See [`init::alloc_module_section`].
+///
+/// # Safety
+///
+/// As [`init::alloc_module_section`].
+#[no_mangle]
+unsafe extern "C" fn codetag_alloc_module_section(
+    module: *mut bindings::module,
+    size: c_ulong,
+    align: c_ulong,
+) -> *mut c_void {
+    // SAFETY: the caller keeps the contract of `init::alloc_module_section`.
+    unsafe { init::alloc_module_section(module, size, align) }
+}
+
+/// The module loader has loaded a module. See [`init::load_module`].
+///
+/// # Safety
+///
+/// As [`init::load_module`].
+#[no_mangle]
+unsafe extern "C" fn codetag_load_module(module: *mut bindings::module) -> c_int {
+    // SAFETY: the caller keeps the contract of `init::load_module`.
+    unsafe { init::load_module(module) }
+}
+
+/// The module loader frees a module's sections (after a failed load too).
+/// See [`init::free_module_sections`].
+///
+/// # Safety
+///
+/// As [`init::free_module_sections`].
+#[no_mangle]
+unsafe extern "C" fn codetag_free_module_sections(module: *mut bindings::module) {
+    // SAFETY: the caller keeps the contract of `init::free_module_sections`.
+    unsafe { init::free_module_sections(module) }
+}
+
+/// The module loader unloads a module. See [`init::unload_module`].
+///
+/// # Safety
+///
+/// As [`init::unload_module`].
+#[no_mangle]
+unsafe extern "C" fn codetag_unload_module(module: *mut bindings::module) -> bool {
+    // SAFETY: the caller keeps the contract of `init::unload_module`.
+    unsafe { init::unload_module(module) }
+}
+
+/// A charge moves from one NUMA node to another. See [`node::move_charge`].
+///
+/// # Safety
+///
+/// As [`node::move_charge`].
+#[no_mangle]
+unsafe extern "C" fn __alloc_tag_node_move(
+    tag: *mut bindings::alloc_tag,
+    from: i32,
+    to: i32,
+    bytes: i64,
+    calls: i64,
+) {
+    // SAFETY: the caller keeps the contract of `node::move_charge`.
+    unsafe { node::move_charge(tag, from, to, bytes, calls) }
+}
+
+/// A percpu allocation's charge, spread over the nodes of the CPUs. See [`node::charge_percpu`].
+///
+/// # Safety
+///
+/// As [`node::charge_percpu`].
+#[no_mangle]
+unsafe extern "C" fn __alloc_tag_node_percpu(tag: *mut bindings::alloc_tag) {
+    // SAFETY: the caller keeps the contract of `node::charge_percpu`.
+    unsafe { node::charge_percpu(tag) }
+}
+
+/// The tag a tag reference holds (through a capture record too). See [`node::ref_tag`].
+///
+/// # Safety
+///
+/// As [`node::ref_tag`].
+#[no_mangle]
+unsafe extern "C" fn __alloc_tag_ref_tag(
+    ref_: *mut bindings::codetag_ref,
+) -> *mut bindings::alloc_tag {
+    // SAFETY: the caller keeps the contract of `node::ref_tag`.
+    unsafe { node::ref_tag(ref_) }
+}
+
+/// The page allocator charges pages (compressed page tags). See [`page::add_compressed`].
+///
+/// # Safety
+///
+/// As [`page::add_compressed`].
+#[no_mangle]
+unsafe extern "C" fn __pgalloc_tag_add_compressed(
+    page: *mut bindings::page,
+    tag: *mut bindings::alloc_tag,
+    nr: u32,
+) {
+    // SAFETY: the caller keeps the contract of `page::add_compressed`.
+    unsafe { page::add_compressed(page, tag, nr) }
+}
+
+/// The page allocator frees pages (compressed page tags). See [`page::sub_compressed`].
+///
+/// # Safety
+///
+/// As [`page::sub_compressed`].
+#[no_mangle]
+unsafe extern "C" fn __pgalloc_tag_sub_compressed(page: *mut bindings::page, nr: u32) {
+    // SAFETY: the caller keeps the contract of `page::sub_compressed`.
+    unsafe { page::sub_compressed(page, nr) }
+}
+
+/// The tag of a page (compressed page tags). See [`page::get_compressed`].
+///
+/// # Safety
+///
+/// As [`page::get_compressed`].
+#[no_mangle]
+unsafe extern "C" fn __pgalloc_tag_get_compressed(
+    page: *mut bindings::page,
+) -> *mut bindings::alloc_tag {
+    // SAFETY: the caller keeps the contract of `page::get_compressed`.
+    unsafe { page::get_compressed(page) }
+}
+
+/// The page allocator charges pages (page tags in `page_ext`). See [`page::add_no_ref`].
+///
+/// # Safety
+///
+/// As [`page::add_no_ref`].
+#[no_mangle]
+unsafe extern "C" fn __pgalloc_tag_add_no_ref(
+    page: *mut bindings::page,
+    tag: *mut bindings::alloc_tag,
+    nr: u32,
+) {
+    // SAFETY: the caller keeps the contract of `page::add_no_ref`.
+    unsafe { page::add_no_ref(page, tag, nr) }
+}
+
+/// The page allocator frees pages (page tags in `page_ext`). See [`page::sub_no_ref`].
+///
+/// # Safety
+///
+/// As [`page::sub_no_ref`].
+#[no_mangle]
+unsafe extern "C" fn __pgalloc_tag_sub_no_ref(page: *mut bindings::page, nr: u32) {
+    // SAFETY: the caller keeps the contract of `page::sub_no_ref`.
+    unsafe { page::sub_no_ref(page, nr) }
+}
+
+/// The tag of a page. See [`page::tag_of`].
+///
+/// # Safety
+///
+/// As [`page::tag_of`].
+#[no_mangle]
+unsafe extern "C" fn __pgalloc_tag_get(page: *mut bindings::page) -> *mut bindings::alloc_tag {
+    // SAFETY: the caller keeps the contract of `page::tag_of`.
+    unsafe { page::tag_of(page) }
+}
+
+/// Uncharges pages from a tag read before. See [`page::sub_pages`].
+///
+/// # Safety
+///
+/// As [`page::sub_pages`].
+#[no_mangle]
+unsafe extern "C" fn __pgalloc_tag_sub_pages(tag: *mut bindings::alloc_tag, nr: u32) {
+    // SAFETY: the caller keeps the contract of `page::sub_pages`.
+    unsafe { page::sub_pages(tag, nr) }
+}
+
+/// Clears a page's tag without uncharging. See [`page::clear_ref`].
+///
+/// # Safety
+///
+/// As [`page::clear_ref`].
+#[no_mangle]
+unsafe extern "C" fn __clear_page_tag_ref(page: *mut bindings::page) {
+    // SAFETY: the caller keeps the contract of `page::clear_ref`.
+    unsafe { page::clear_ref(page) }
+}
+
+/// A folio is split. See [`page::split`].
+///
+/// # Safety
+///
+/// As [`page::split`].
+#[no_mangle]
+unsafe extern "C" fn __pgalloc_tag_split(
+    folio: *mut bindings::folio,
+    old_order: i32,
+    new_order: i32,
+) -> u32 {
+    // SAFETY: the caller keeps the contract of `page::split`.
+    unsafe { page::split(folio, old_order, new_order) }
+}
+
+/// Migration swaps the tags of two folios. See [`page::swap`].
+///
+/// # Safety
+///
+/// As [`page::swap`].
+#[no_mangle]
+unsafe extern "C" fn __pgalloc_tag_swap(
+    new: *mut bindings::folio,
+    old: *mut bindings::folio,
+) -> bool {
+    // SAFETY: the caller keeps the contract of `page::swap`.
+    unsafe { page::swap(new, old) }
+}
+
+/// `alloc_tag_add` while a site is armed for capture. See [`record::add`].
+///
+/// # Safety
+///
+/// As [`record::add`].
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+#[no_mangle]
+unsafe extern "C" fn __alloc_tag_add_capture(
+    ref_: *mut bindings::codetag_ref,
+    tag: *mut bindings::alloc_tag,
+    bytes: usize,
+) {
+    // SAFETY: the caller keeps the contract of `record::add`.
+    unsafe { record::add(ref_, tag, bytes) }
+}
+
+/// `alloc_tag_sub` while a site is armed for capture. See [`record::sub`].
+///
+/// # Safety
+///
+/// As [`record::sub`].
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+#[no_mangle]
+unsafe extern "C" fn __alloc_tag_sub_capture(ref_: *mut bindings::codetag_ref, bytes: usize) {
+    // SAFETY: the caller keeps the contract of `record::sub`.
+    unsafe { record::sub(ref_, bytes) }
+}
+
+/// The irq_work that refills capture's record pool. See [`record::refill`].
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+#[no_mangle]
+extern "C" fn alloc_tag_capture_refill() {
+    record::refill()
+}
+
+/// `show_mem()` asks for the largest sites. See [`report::top_users_begin`].
+///
+/// # Safety
+///
+/// As [`report::top_users_begin`].
+#[no_mangle]
+unsafe extern "C" fn alloc_tag_top_users_begin(
+    tags: *mut bindings::codetag_bytes,
+    count: usize,
+) -> usize {
+    // SAFETY: the caller keeps the contract of `report::top_users_begin`.
+    unsafe { report::top_users_begin(tags, count) }
+}
+
+/// `show_mem()` is done with them. See [`report::top_users_end`].
+///
+/// # Safety
+///
+/// As [`report::top_users_end`].
+#[no_mangle]
+unsafe extern "C" fn alloc_tag_top_users_end() {
+    // SAFETY: the caller keeps the contract of `report::top_users_end`.
+    unsafe { report::top_users_end() }
+}
+
+/// The work item that adds a block of Rust call-site tags. See [`rust_sites::grow_work`].
+#[no_mangle]
+extern "C" fn alloc_tag_rust_sites_grow() {
+    rust_sites::grow_work()
+}
+
+/// A slab, percpu or vmalloc allocation is charged. See [`tag_ref::add`].
+///
+/// # Safety
+///
+/// As [`tag_ref::add`].
+#[no_mangle]
+unsafe extern "C" fn __alloc_tag_add(
+    ref_: *mut bindings::codetag_ref,
+    tag: *mut bindings::alloc_tag,
+    bytes: usize,
+) {
+    // SAFETY: the caller keeps the contract of `tag_ref::add`.
+    unsafe { tag_ref::add(ref_, tag, bytes) }
+}
+
+/// A slab, percpu or vmalloc allocation is freed. See [`tag_ref::sub`].
+///
+/// # Safety
+///
+/// As [`tag_ref::sub`].
+#[no_mangle]
+unsafe extern "C" fn __alloc_tag_sub(ref_: *mut bindings::codetag_ref, bytes: usize) {
+    // SAFETY: the caller keeps the contract of `tag_ref::sub`.
+    unsafe { tag_ref::sub(ref_, bytes) }
+}
+
+/// An allocation could not be counted. See [`tag_ref::set_inaccurate`].
+///
+/// # Safety
+///
+/// As [`tag_ref::set_inaccurate`].
+#[no_mangle]
+unsafe extern "C" fn alloc_tag_set_inaccurate(tag: *mut bindings::alloc_tag) {
+    // SAFETY: the caller keeps the contract of `tag_ref::set_inaccurate`.
+    unsafe { tag_ref::set_inaccurate(tag) }
+}
+
+/// A tag's counters, for C readers. See [`tag_ref::read`].
+///
+/// # Safety
+///
+/// As [`tag_ref::read`].
+#[no_mangle]
+unsafe extern "C" fn alloc_tag_read(tag: *mut bindings::alloc_tag) -> bindings::alloc_tag_counters {
+    // SAFETY: the caller keeps the contract of `tag_ref::read`.
+    unsafe { tag_ref::read(tag) }
+}
