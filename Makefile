@@ -112,7 +112,7 @@ comma    := ,
 export CACHE_DIR BASE REPO SRC OUT W ACCEL BOOT_TIMEOUT APPEND CMD EXTRA LLVM_SUFFIX
 
 .PHONY: all run test setup pristine tree config kernel modules selftests \
-	build host-test boot clean-cache help rustfmtcheck rustfmt clippy series series-check bench bench-tool test-debug \
+	build host-test boot clean-cache help rustfmtcheck rustfmt clippy clippy-one series series-check bench bench-tool test-debug \
 	test-configs where fuzz test-real test-upstream-suites refresh deb tool-deb test-install test-fleet
 
 all: run
@@ -312,10 +312,20 @@ rustfmt: pristine
 	@rustfmt --config-path $(PRISTINE)/.rustfmt.toml --edition 2021 \
 		$(RUST_OURS)
 
-clippy: config
-	@$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=$(LLVM_SUFFIX) CLIPPY=1 -j$(JOBS) rust/kernel.o 2>&1 | \
+# Clippy on the kernel crate as this BASE/VARIANT builds it, then as each of
+# CLIPPY_VARIANTS does (kernel-lean.config: every optional part of the core
+# off, where an item only an absent part uses shows as dead code).
+CLIPPY_VARIANTS ?= lean
+clippy: clippy-one
+	@for v in $(CLIPPY_VARIANTS); do \
+		$(MAKE) -s --no-print-directory clippy-one VARIANT=$$v || exit 1; done
+
+clippy-one: config
+	@rm -f $(OUT)/rust/kernel.o; \
+	$(MAKE) -s -C $(SRC) O=$(OUT) LLVM=$(LLVM_SUFFIX) CLIPPY=1 -j$(JOBS) rust/kernel.o 2>&1 | \
 		tee $(W)/clippy.log | grep -E '^(warning|error)' ; \
-	n=$$(grep -cE '^(warning|error)' $(W)/clippy.log); echo "clippy: $$n warnings"; [ $$n -eq 0 ]
+	n=$$(grep -cE '^(warning|error)' $(W)/clippy.log); \
+	echo "clippy ($(TARGET)): $$n warnings"; [ $$n -eq 0 ]
 
 # Which tree a BASE/VARIANT names: make where BASE=rust-conly
 where:

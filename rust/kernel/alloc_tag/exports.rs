@@ -13,6 +13,7 @@ use super::{capture, record};
 use super::{control, init, node, page, report, rust_sites, tag_ref};
 use crate::bindings;
 use crate::ffi::{c_char, c_int, c_ulong, c_void};
+use core::ptr::NonNull;
 
 /// A command written to `/sys/kernel/debug/allocinfo_capture`. See [`capture::command_str`].
 ///
@@ -74,6 +75,7 @@ unsafe extern "C" fn codetag_alloc_module_section(
 ) -> *mut c_void {
     // SAFETY: the caller keeps the contract of `init::alloc_module_section`.
     unsafe { init::alloc_module_section(module, size, align) }
+        .map_or(core::ptr::null_mut(), NonNull::as_ptr)
 }
 
 /// The module loader has loaded a module. See [`init::load_module`].

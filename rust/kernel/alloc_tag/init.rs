@@ -25,9 +25,11 @@ use super::registry::{self, Hooks};
 use super::{control, report, rust_sites};
 use crate::{
     bindings,
+    error::Result,
     ffi::{c_int, c_ulong, c_void},
     pr_info, pr_warn,
 };
+use core::ptr::NonNull;
 
 /// What the registry tells the Rust call sites, above it.
 static HOOKS: Hooks = Hooks {
@@ -42,7 +44,6 @@ static HOOKS: Hooks = Hooks {
 pub(super) fn initcall() -> c_int {
     // Capture's locks, before the registry is ready: its module hook and
     // report hold the registry first.
-    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
     super::record::init_locks();
     registry::init(&HOOKS);
     // Before anything else allocates from Rust, so that it is on rows of
@@ -63,7 +64,6 @@ pub(super) fn initcall() -> c_int {
     report::procfs_init();
     #[cfg(CONFIG_DEBUG_FS)]
     report::nodes_view::init();
-    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
     super::capture::init();
     let (store, width, capacity, tags) = compressed::describe();
     pr_info!(
@@ -112,7 +112,7 @@ pub(super) fn initcall() -> c_int {
 
 /// The tag area for a module's `alloc_tags` section of `size` bytes: the
 /// loader copies the section there and relocates the module against it.
-/// NULL, failing the load with -ENOMEM, if there is no memory.
+/// An error fails the load (C sees NULL and fails it with -ENOMEM).
 ///
 /// # Safety
 ///
@@ -121,7 +121,7 @@ pub(super) unsafe fn alloc_module_section(
     module: *mut bindings::module,
     size: c_ulong,
     align: c_ulong,
-) -> *mut c_void {
+) -> Result<NonNull<c_void>> {
     // SAFETY: a module being loaded (caller).
     unsafe { registry::place_module(module, size, align) }
 }
@@ -158,11 +158,8 @@ pub(super) unsafe fn free_module_sections(module: *mut bindings::module) {
     }
     // Its tags were live from `codetag_load_module()` on, so they may
     // have been armed meanwhile (while `parse_args()` ran its code, say).
-    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
     // SAFETY: a module whose load failed, its tags still in place (caller).
-    unsafe {
-        super::capture::module_unload(module)
-    };
+    unsafe { super::capture::module_unload(module) };
     registry::drop_module(module);
 }
 
@@ -183,11 +180,8 @@ pub(super) unsafe fn unload_module(module: *mut bindings::module) -> bool {
     // with no RCU read lock held, which module unload is.
     unsafe { bindings::alloc_tag_kvfree_rcu_barrier() };
     // Armed sites of the module first: their tags may go once drained.
-    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
     // SAFETY: a module being unloaded, its tags still in place (caller).
-    unsafe {
-        super::capture::module_unload(module)
-    };
+    unsafe { super::capture::module_unload(module) };
     registry::drop_module(module);
     registry::reclaim();
     true

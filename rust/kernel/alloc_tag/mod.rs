@@ -95,12 +95,16 @@ mod init;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
 mod ioctl;
 mod layout;
+#[cfg(not(CONFIG_MEM_ALLOC_PROFILING_CAPTURE))]
+mod no_capture;
 mod node;
 mod page;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
 mod parse;
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 mod record;
+#[cfg(not(CONFIG_MEM_ALLOC_PROFILING_CAPTURE))]
+use no_capture::{capture, record};
 mod registry;
 mod report;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]

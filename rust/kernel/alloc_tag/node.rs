@@ -45,11 +45,24 @@ pub(super) struct NodeCounters {
     pub calls: i64,
 }
 
-/// Whether per-node attribution is counting in this boot.
-#[inline]
-pub(super) fn enabled() -> bool {
-    #[cfg(CONFIG_MEM_ALLOC_PROFILING_NUMA)]
-    {
+use numa::corrections;
+pub(super) use numa::enabled;
+
+/// The correction pairs (`CONFIG_MEM_ALLOC_PROFILING_NUMA`).
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_NUMA)]
+mod numa {
+    use super::{node_ids, NodePair};
+    use crate::alloc_tag::tag::AllocTag;
+    use crate::bindings;
+
+    const _: () = assert!(
+        core::mem::size_of::<NodePair>()
+            == core::mem::size_of::<bindings::alloc_tag_node_counters>()
+    );
+
+    /// Whether per-node attribution is counting in this boot.
+    #[inline]
+    pub(in crate::alloc_tag) fn enabled() -> bool {
         // SAFETY: the address of a static key defined in C, which lives for
         // ever.
         unsafe {
@@ -58,10 +71,84 @@ pub(super) fn enabled() -> bool {
             ))
         }
     }
-    #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_NUMA))]
-    {
+
+    /// A tag's correction pairs, if it has them.
+    #[inline(always)]
+    pub(super) fn corrections(tag: &AllocTag) -> Option<&[NodePair]> {
+        // SAFETY: `nodes` of a valid tag is NULL or `nr_node_ids` pairs that
+        // live as long as the tag's counters (registry), changed only by
+        // atomic operations.
+        let p = unsafe { (*tag.as_raw()).nodes };
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: as above; `NodePair` is `repr(C)` with the C pair's
+        // layout (two aligned 64-bit fields, as the assertion above checks
+        // by size), its fields atomic.
+        Some(unsafe { core::slice::from_raw_parts(p.cast::<NodePair>(), node_ids()) })
+    }
+
+    /// See [`super::set_pairs`].
+    ///
+    /// # Safety
+    ///
+    /// As [`super::set_pairs`].
+    #[inline]
+    pub(super) unsafe fn set_pairs(tag: *mut bindings::alloc_tag, area: *mut u8, i: usize) {
+        // SAFETY: inside the area (caller); the tag is not reachable yet.
+        unsafe {
+            (*tag).nodes = area
+                .cast::<bindings::alloc_tag_node_counters>()
+                .wrapping_add(i * node_ids());
+        }
+    }
+
+    /// See [`super::free_pairs`].
+    ///
+    /// # Safety
+    ///
+    /// As [`super::free_pairs`].
+    #[inline]
+    pub(super) unsafe fn free_pairs(tag: *mut bindings::alloc_tag) {
+        // SAFETY: the area's start (caller), freed once.
+        unsafe {
+            let p = (*tag).nodes;
+            if !p.is_null() {
+                (*tag).nodes = core::ptr::null_mut();
+                bindings::kvfree(p.cast());
+            }
+        }
+    }
+}
+
+/// Without `CONFIG_MEM_ALLOC_PROFILING_NUMA`: no tag has correction pairs.
+#[cfg(not(CONFIG_MEM_ALLOC_PROFILING_NUMA))]
+mod numa {
+    use super::NodePair;
+    use crate::alloc_tag::tag::AllocTag;
+    use crate::bindings;
+
+    #[inline(always)]
+    pub(in crate::alloc_tag) fn enabled() -> bool {
         false
     }
+
+    #[inline(always)]
+    pub(super) fn corrections(_tag: &AllocTag) -> Option<&[NodePair]> {
+        None
+    }
+
+    /// # Safety
+    ///
+    /// None needed; the signature is the per-node build's.
+    #[inline(always)]
+    pub(super) unsafe fn set_pairs(_tag: *mut bindings::alloc_tag, _area: *mut u8, _i: usize) {}
+
+    /// # Safety
+    ///
+    /// None needed; the signature is the per-node build's.
+    #[inline(always)]
+    pub(super) unsafe fn free_pairs(_tag: *mut bindings::alloc_tag) {}
 }
 
 /// `nr_node_ids`.
@@ -85,41 +172,12 @@ pub(super) fn nodes() -> Option<usize> {
     }
 }
 
-/// A tag's correction pairs, if it has them.
-#[inline(always)]
-fn corrections(tag: &AllocTag) -> Option<&[NodePair]> {
-    #[cfg(CONFIG_MEM_ALLOC_PROFILING_NUMA)]
-    {
-        // SAFETY: `nodes` of a valid tag is NULL or `nr_node_ids` pairs that
-        // live as long as the tag's counters (registry), changed only by
-        // atomic operations.
-        let p = unsafe { (*tag.as_raw()).nodes };
-        if p.is_null() {
-            return None;
-        }
-        // SAFETY: as above; `NodePair` is `repr(C)` with the C pair's
-        // layout (two aligned 64-bit fields, as the assertion below checks
-        // by size), its fields atomic.
-        Some(unsafe { core::slice::from_raw_parts(p.cast::<NodePair>(), node_ids()) })
-    }
-    #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_NUMA))]
-    {
-        let _ = tag;
-        None
-    }
-}
-
 /// `struct alloc_tag_node_counters`, with atomic fields.
 #[repr(C)]
 struct NodePair {
     bytes: AtomicI64,
     calls: AtomicI64,
 }
-
-#[cfg(CONFIG_MEM_ALLOC_PROFILING_NUMA)]
-const _: () = assert!(
-    core::mem::size_of::<NodePair>() == core::mem::size_of::<bindings::alloc_tag_node_counters>()
-);
 
 impl NodePair {
     #[inline(always)]
@@ -194,14 +252,11 @@ pub(super) unsafe fn ref_tag(ref_: *mut bindings::codetag_ref) -> *mut bindings:
     }
     // SAFETY: non-NULL and valid (caller).
     let r = unsafe { super::tag_ref::TagRef::from_raw(ref_) };
-    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
     let t = if r.holds_record() {
         super::record::record_tag(r)
     } else {
         r.tag()
     };
-    #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_CAPTURE))]
-    let t = r.tag();
     t.map_or(core::ptr::null_mut(), AllocTag::as_raw)
 }
 
@@ -317,17 +372,8 @@ pub(crate) fn alloc_pairs(n: usize) -> crate::error::Result<Option<*mut u8>> {
 /// `tag` is valid and not yet reachable; `area` is from [`alloc_pairs`] for
 /// more than `i` tags.
 pub(crate) unsafe fn set_pairs(tag: *mut bindings::alloc_tag, area: *mut u8, i: usize) {
-    #[cfg(CONFIG_MEM_ALLOC_PROFILING_NUMA)]
-    // SAFETY: inside the area (caller); the tag is not reachable yet.
-    unsafe {
-        (*tag).nodes = area
-            .cast::<bindings::alloc_tag_node_counters>()
-            .wrapping_add(i * node_ids());
-    }
-    #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_NUMA))]
-    {
-        let _ = (tag, area, i);
-    }
+    // SAFETY: the caller's contract is this function's.
+    unsafe { numa::set_pairs(tag, area, i) }
 }
 
 /// Frees the pairs of a chunk of tags whose first tag is `tag`, and clears
@@ -338,17 +384,6 @@ pub(crate) unsafe fn set_pairs(tag: *mut bindings::alloc_tag, area: *mut u8, i: 
 /// `tag` is the first tag of a chunk whose pairs came from [`alloc_pairs`]
 /// (or has none), and nothing charges the chunk's tags any more.
 pub(crate) unsafe fn free_pairs(tag: *mut bindings::alloc_tag) {
-    #[cfg(CONFIG_MEM_ALLOC_PROFILING_NUMA)]
-    // SAFETY: the area's start (caller), freed once.
-    unsafe {
-        let p = (*tag).nodes;
-        if !p.is_null() {
-            (*tag).nodes = core::ptr::null_mut();
-            bindings::kvfree(p.cast());
-        }
-    }
-    #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_NUMA))]
-    {
-        let _ = tag;
-    }
+    // SAFETY: the caller's contract is this function's.
+    unsafe { numa::free_pairs(tag) }
 }

@@ -17,9 +17,6 @@ use super::compressed::{self, PageIndex, Store};
 use super::AllocTag;
 use crate::{bindings, page::PAGE_SIZE};
 
-#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-use super::tag_ref::TagRef;
-
 #[cfg(CONFIG_PAGE_EXTENSION)]
 mod ext_ops {
     use crate::{bindings, types::Opaque};
@@ -53,50 +50,171 @@ mod ext_ops {
     }
 }
 
-/// The reference in the `page_ext` of a page the hooks' caller owns.
-///
-/// # Invariants
-///
-/// `ext` is the `page_ext` of a page that the caller is allocating,
-/// freeing, splitting or migrating: memory holding it cannot go offline
-/// meanwhile, so `ext` stays valid (`page_ext_get_owned()`).
+/// Page tags as references in `page_ext`.
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-struct PageRef {
-    ext: *mut bindings::page_ext,
-}
+mod ext {
+    use super::super::{record, tag::AllocTag, tag_ref::debug, tag_ref::TagRef};
+    use super::ext_ops::page_alloc_tagging_ops;
+    use crate::bindings;
 
-#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-impl PageRef {
-    /// The reference of `page`, or `None` if the page has no `page_ext`
-    /// (early pages, or profiling built in but `never`).
-    #[inline(always)]
-    fn get(page: *const bindings::page) -> Option<PageRef> {
-        // SAFETY: `page` is a valid page that the caller owns (the C hooks'
-        // contract), which is what the lock-free lookup needs.
-        let ext = unsafe { bindings::alloc_tag_page_ext_owned(page) };
-        if ext.is_null() {
-            None
-        } else {
-            // INVARIANT: the page_ext of an owned page.
-            Some(PageRef { ext })
-        }
+    /// The reference in the `page_ext` of a page the hooks' caller owns.
+    ///
+    /// # Invariants
+    ///
+    /// `ext` is the `page_ext` of a page that the caller is allocating,
+    /// freeing, splitting or migrating: memory holding it cannot go offline
+    /// meanwhile, so `ext` stays valid (`page_ext_get_owned()`).
+    pub(super) struct PageRef {
+        ext: *mut bindings::page_ext,
     }
 
-    #[inline(always)]
-    fn tag_ref(&self) -> &TagRef {
-        // SAFETY: `offset` was set at boot before any page was allocated and
-        // never changes after.
-        let offset = unsafe { (*ext_ops::page_alloc_tagging_ops.0.get()).offset };
-        // SAFETY: our slot lies `offset` bytes into the held `page_ext`, and
-        // the page allocator serialises the hooks of one page.
-        unsafe { TagRef::from_raw(self.ext.cast::<u8>().add(offset).cast()) }
+    impl PageRef {
+        /// The reference of `page`, or `None` if the page has no `page_ext`
+        /// (early pages, or profiling built in but `never`).
+        ///
+        /// # Safety
+        ///
+        /// `page` is a valid page the caller owns (allocates, frees, splits
+        /// or migrates).
+        #[inline(always)]
+        pub(super) unsafe fn get(page: *const bindings::page) -> Option<PageRef> {
+            // SAFETY: a valid page that the caller owns, which is what the
+            // lock-free lookup needs.
+            let ext = unsafe { bindings::alloc_tag_page_ext_owned(page) };
+            if ext.is_null() {
+                None
+            } else {
+                // INVARIANT: the page_ext of an owned page.
+                Some(PageRef { ext })
+            }
+        }
+
+        #[inline(always)]
+        fn tag_ref(&self) -> &TagRef {
+            // SAFETY: `offset` was set at boot before any page was allocated
+            // and never changes after.
+            let offset = unsafe { (*page_alloc_tagging_ops.0.get()).offset };
+            // SAFETY: our slot lies `offset` bytes into the held `page_ext`
+            // (invariant), and the page allocator serialises the hooks of
+            // one page.
+            unsafe { TagRef::from_raw(self.ext.cast::<u8>().add(offset).cast()) }
+        }
+
+        /// # Safety
+        ///
+        /// `tag` is NULL or a tag in an `alloc_tags` section.
+        #[inline(always)]
+        pub(super) unsafe fn charge(&self, tag: *mut bindings::alloc_tag, bytes: usize) {
+            if tag.is_null() {
+                debug::warn_missing_tag();
+                return;
+            }
+            // SAFETY: a non-NULL `tag` is a tag (caller).
+            self.tag_ref()
+                .charge(unsafe { AllocTag::from_raw(tag) }, bytes);
+        }
+
+        #[inline(always)]
+        pub(super) fn charge_piece(&self, tag: &AllocTag) {
+            self.tag_ref().charge_piece(tag);
+        }
+
+        #[inline(always)]
+        pub(super) fn uncharge(&self, bytes: usize) {
+            self.tag_ref().uncharge(bytes);
+        }
+
+        #[inline(always)]
+        pub(super) fn tag(&self) -> Option<&'static AllocTag> {
+            let r = self.tag_ref();
+            if r.holds_record() {
+                return record::record_tag(r);
+            }
+            r.tag()
+        }
+
+        #[inline(always)]
+        pub(super) fn drop_record(&self) {
+            record::release(self.tag_ref());
+        }
+
+        #[inline(always)]
+        pub(super) fn set_empty(&self) {
+            self.tag_ref().set_empty();
+        }
+
+        /// Swaps the two references as they are.
+        pub(super) fn swap(&self, other: &PageRef) {
+            let (a, b) = (self.tag_ref(), other.tag_ref());
+            let (x, y) = (a.raw(), b.raw());
+            a.set_raw(y);
+            b.set_raw(x);
+        }
+    }
+}
+
+/// Without page tags in `page_ext` (a compressed-only build) no page has a
+/// reference: [`PageRef`] has no values, so [`PageTag::Ext`] never occurs.
+///
+/// [`PageRef`]: ext::PageRef
+#[cfg(not(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT))]
+mod ext {
+    use super::super::tag::AllocTag;
+    use crate::bindings;
+
+    pub(super) enum PageRef {}
+
+    impl PageRef {
+        /// # Safety
+        ///
+        /// None needed; the signature is the `page_ext` store's.
+        #[inline(always)]
+        pub(super) unsafe fn get(_page: *const bindings::page) -> Option<PageRef> {
+            None
+        }
+
+        /// # Safety
+        ///
+        /// None needed; the signature is the `page_ext` store's.
+        #[inline(always)]
+        pub(super) unsafe fn charge(&self, _tag: *mut bindings::alloc_tag, _bytes: usize) {
+            match *self {}
+        }
+
+        #[inline(always)]
+        pub(super) fn charge_piece(&self, _tag: &AllocTag) {
+            match *self {}
+        }
+
+        #[inline(always)]
+        pub(super) fn uncharge(&self, _bytes: usize) {
+            match *self {}
+        }
+
+        #[inline(always)]
+        pub(super) fn tag(&self) -> Option<&'static AllocTag> {
+            match *self {}
+        }
+
+        #[inline(always)]
+        pub(super) fn drop_record(&self) {
+            match *self {}
+        }
+
+        #[inline(always)]
+        pub(super) fn set_empty(&self) {
+            match *self {}
+        }
+
+        pub(super) fn swap(&self, _other: &PageRef) {
+            match *self {}
+        }
     }
 }
 
 /// A page's tag, wherever this boot keeps it.
 enum PageTag<'a> {
-    #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-    Ext(PageRef),
+    Ext(ext::PageRef),
     Index(PageIndex<'a>),
 }
 
@@ -106,7 +224,8 @@ impl PageTag<'_> {
     ///
     /// # Safety
     ///
-    /// `page` is NULL or a valid page for the returned lifetime.
+    /// `page` is NULL or a valid page for the returned lifetime, which the
+    /// caller owns (allocates, frees, splits or migrates).
     #[inline(always)]
     unsafe fn get<'a>(page: *mut bindings::page) -> Option<PageTag<'a>> {
         if page.is_null() {
@@ -115,26 +234,16 @@ impl PageTag<'_> {
         match compressed::store() {
             // SAFETY: valid page (caller); compressed mode is in effect.
             Store::Compressed => Some(PageTag::Index(unsafe { PageIndex::get(page) })),
-            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-            Store::PageExt => PageRef::get(page).map(PageTag::Ext),
-            #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT))]
-            Store::PageExt => None,
+            // SAFETY: a valid page the caller owns.
+            Store::PageExt => unsafe { ext::PageRef::get(page) }.map(PageTag::Ext),
         }
     }
 
     #[inline(always)]
     fn charge(&self, tag: *mut bindings::alloc_tag, bytes: usize) {
         match self {
-            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-            // SAFETY: the reference belongs to the page being allocated; `tag`
-            // is NULL or a tag (the hooks' contract).
-            PageTag::Ext(r) => unsafe {
-                super::tag_ref::add(
-                    core::ptr::from_ref(r.tag_ref()).cast_mut().cast(),
-                    tag,
-                    bytes,
-                )
-            },
+            // SAFETY: `tag` is NULL or a tag (the hooks' contract).
+            PageTag::Ext(r) => unsafe { r.charge(tag, bytes) },
             PageTag::Index(i) => i.charge(tag, bytes),
         }
     }
@@ -142,8 +251,7 @@ impl PageTag<'_> {
     #[inline(always)]
     fn charge_piece(&self, tag: &AllocTag) {
         match self {
-            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-            PageTag::Ext(r) => r.tag_ref().charge_piece(tag),
+            PageTag::Ext(r) => r.charge_piece(tag),
             PageTag::Index(i) => i.charge_piece(tag),
         }
     }
@@ -151,8 +259,7 @@ impl PageTag<'_> {
     #[inline(always)]
     fn uncharge(&self, bytes: usize) {
         match self {
-            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-            PageTag::Ext(r) => r.tag_ref().uncharge(bytes),
+            PageTag::Ext(r) => r.uncharge(bytes),
             PageTag::Index(i) => i.uncharge(bytes),
         }
     }
@@ -160,14 +267,7 @@ impl PageTag<'_> {
     #[inline(always)]
     fn tag(&self) -> Option<&'static AllocTag> {
         match self {
-            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-            PageTag::Ext(r) => {
-                #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
-                if r.tag_ref().holds_record() {
-                    return super::record::record_tag(r.tag_ref());
-                }
-                r.tag_ref().tag()
-            }
+            PageTag::Ext(r) => r.tag(),
             PageTag::Index(i) => i.tag(),
         }
     }
@@ -177,20 +277,15 @@ impl PageTag<'_> {
     /// records).
     #[inline(always)]
     fn drop_record(&self) {
-        #[cfg(all(
-            CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT,
-            CONFIG_MEM_ALLOC_PROFILING_CAPTURE
-        ))]
         if let PageTag::Ext(r) = self {
-            super::record::release(r.tag_ref());
+            r.drop_record();
         }
     }
 
     #[inline(always)]
     fn set_empty(&self) {
         match self {
-            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-            PageTag::Ext(r) => r.tag_ref().set_empty(),
+            PageTag::Ext(r) => r.set_empty(),
             PageTag::Index(i) => i.set_empty(),
         }
     }
@@ -198,19 +293,13 @@ impl PageTag<'_> {
     /// Swaps the tags of two pages (migration), as they are.
     fn swap(&self, other: &PageTag<'_>) {
         match (self, other) {
-            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-            (PageTag::Ext(a), PageTag::Ext(b)) => {
-                let (x, y) = (a.tag_ref().raw(), b.tag_ref().raw());
-                a.tag_ref().set_raw(y);
-                b.tag_ref().set_raw(x);
-            }
+            (PageTag::Ext(a), PageTag::Ext(b)) => a.swap(b),
             (PageTag::Index(a), PageTag::Index(b)) => {
                 let (x, y) = (a.raw(), b.raw());
                 a.set_raw(y);
                 b.set_raw(x);
             }
             // One boot uses one store.
-            #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
             _ => {}
         }
     }
@@ -225,7 +314,7 @@ fn pages_bytes(nr: u32) -> usize {
 /// (`include/linux/pgalloc_tag.h`) calls it when
 /// `mem_alloc_profiling_compressed_key` is on, or always in a
 /// compressed-only build. In page_ext mode the C hook charges the page's
-/// reference with [`super::tag_ref::__alloc_tag_add`] itself.
+/// reference with `__alloc_tag_add()` itself.
 ///
 /// # Safety
 ///

@@ -29,7 +29,7 @@ use crate::{
     alloc::KVec,
     bindings, c_str,
     error::{
-        code::{ENODEV, ENOMEM},
+        code::{EEXIST, EINVAL, ENODEV, ENOMEM},
         Result,
     },
     ffi::c_void,
@@ -42,6 +42,7 @@ use crate::{
     sync::RwSemaphore,
 };
 use core::mem::size_of;
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// What the registry tells its users above it, as `struct
@@ -762,8 +763,9 @@ pub(crate) fn assign_missing_ids() {
 
 /// The tag area for a module's `alloc_tags` section of `size` bytes and
 /// alignment `align`: the loader copies the section there and relocates
-/// the module against it. NULL, failing the load with -ENOMEM, if there is
-/// no memory.
+/// the module against it. `EINVAL` for a section that is no whole number of
+/// tags or wants more than page alignment, `ENODEV` before the profiler is
+/// set up, `EEXIST` for a second section, `ENOMEM` without memory.
 ///
 /// # Safety
 ///
@@ -772,7 +774,7 @@ pub(crate) unsafe fn place_module(
     module: *mut bindings::module,
     size: usize,
     align: usize,
-) -> *mut c_void {
+) -> Result<NonNull<c_void>> {
     // SAFETY: a module being loaded (caller).
     let name = unsafe { module_name(module) };
     if size % size_of::<bindings::alloc_tag>() != 0 || align > crate::page::PAGE_SIZE {
@@ -782,33 +784,31 @@ pub(crate) unsafe fn place_module(
             size,
             align
         );
-        return core::ptr::null_mut();
+        return Err(EINVAL);
     }
     let Some(mut w) = WriteGuard::new() else {
         pr_err!(
             "alloc_tag: module {} loaded before the profiler is set up\n",
             name
         );
-        return core::ptr::null_mut();
+        return Err(ENODEV);
     };
     if w.modules().iter().any(|s| s.module == module) {
         pr_err!(
             "alloc_tag: module {} has more than one alloc_tags section\n",
             name
         );
-        return core::ptr::null_mut();
+        return Err(EEXIST);
     }
     // SAFETY: `execmem_alloc()` needs a context that may sleep, which
     // module loading is; it returns NULL or `size` bytes, page aligned.
     let area = unsafe { bindings::execmem_alloc(bindings::execmem_type_EXECMEM_MODULE_DATA, size) };
-    if area.is_null() {
-        return core::ptr::null_mut();
-    }
+    let area = NonNull::new(area).ok_or(ENOMEM)?;
     // SAFETY: `area` has `size` bytes.
-    unsafe { core::ptr::write_bytes(area.cast::<u8>(), 0, size) };
+    unsafe { core::ptr::write_bytes(area.as_ptr().cast::<u8>(), 0, size) };
     let seg = Segment {
         module,
-        start: area.cast(),
+        start: area.as_ptr().cast(),
         len: size / size_of::<bindings::alloc_tag>(),
         page_ids: None,
         state: SegmentState::Placed,
@@ -817,10 +817,10 @@ pub(crate) unsafe fn place_module(
     };
     if w.modules().push(seg, GFP_KERNEL).is_err() {
         // SAFETY: just allocated, not handed out.
-        unsafe { bindings::execmem_free(area) };
-        return core::ptr::null_mut();
+        unsafe { bindings::execmem_free(area.as_ptr()) };
+        return Err(ENOMEM);
     }
-    area
+    Ok(area)
 }
 
 /// Gives the placed tags of a relocated `module` their counters and

@@ -352,6 +352,7 @@ impl AllocTag {
     }
 
     /// Arms or disarms context capture for this site.
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
     pub(crate) fn set_capture_armed(&self, on: bool) {
         if on {
             self.flags()

@@ -16,15 +16,25 @@ use super::tag::AllocTag;
 use crate::{bindings, types::Opaque};
 use core::ptr::null_mut;
 
-/// `CODETAG_EMPTY` of debug builds.
-#[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
-const CODETAG_EMPTY: *mut bindings::codetag = 1 as *mut bindings::codetag;
-
 /// Bit 1 of a reference: it holds the address of a context capture record
 /// (`capture.rs`), not a code tag. Records and code tags are 8-byte aligned;
 /// bit 0 is `CODETAG_EMPTY`'s.
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 pub(crate) const REF_RECORD: usize = bindings::ALLOC_TAG_REF_RECORD as usize;
+
+/// Whether a reference's value is a capture record's address.
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+#[inline(always)]
+fn is_record(ct: *mut bindings::codetag) -> bool {
+    ct as usize & REF_RECORD != 0
+}
+
+/// Without capture no reference holds a record.
+#[cfg(not(CONFIG_MEM_ALLOC_PROFILING_CAPTURE))]
+#[inline(always)]
+fn is_record(_ct: *mut bindings::codetag) -> bool {
+    false
+}
 
 /// One `union codetag_ref`.
 ///
@@ -33,7 +43,7 @@ pub(crate) const REF_RECORD: usize = bindings::ALLOC_TAG_REF_RECORD as usize;
 /// The wrapped reference is valid memory owned by an allocated object, and
 /// the allocator serialises the object's allocation and free, so the
 /// reference is not written concurrently. A non-NULL, non-empty value points
-/// at the code tag of an [`AllocTag`], or has [`REF_RECORD`] set and points
+/// at the code tag of an [`AllocTag`], or has `REF_RECORD` set and points
 /// at a capture record (then only capture reads or writes it: callers test
 /// [`TagRef::holds_record`] before [`TagRef::tag`] or [`TagRef::uncharge`]).
 #[repr(transparent)]
@@ -63,54 +73,22 @@ impl TagRef {
         unsafe { (*self.0.get()).ct = ct };
     }
 
-    #[inline(always)]
-    fn is_empty_marker(ct: *mut bindings::codetag) -> bool {
-        #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
-        {
-            ct == CODETAG_EMPTY
-        }
-        #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_DEBUG))]
-        {
-            let _ = ct;
-            false
-        }
-    }
-
     /// Whether the reference holds a capture record rather than a tag.
     #[inline(always)]
     pub(super) fn holds_record(&self) -> bool {
-        #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
-        {
-            self.get() as usize & REF_RECORD != 0
-        }
-        #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_CAPTURE))]
-        {
-            false
-        }
+        is_record(self.get())
     }
 
     /// The tag this reference holds, if it holds one (not a record).
     #[inline(always)]
     pub(super) fn tag(&self) -> Option<&'static AllocTag> {
         let ct = self.get();
-        if ct.is_null() || Self::is_empty_marker(ct) {
+        if ct.is_null() || debug::is_empty(ct) {
             return None;
         }
         // SAFETY: a non-NULL, non-empty value is an `AllocTag`'s code tag
         // (invariant), and tags outlive the references to them.
         Some(unsafe { AllocTag::from_codetag(ct) })
-    }
-
-    /// The raw value, for moving a reference as it is.
-    #[inline(always)]
-    pub(super) fn raw(&self) -> *mut bindings::codetag {
-        self.get()
-    }
-
-    /// Stores a raw value taken from another reference with [`TagRef::raw`].
-    #[inline(always)]
-    pub(super) fn set_raw(&self, ct: *mut bindings::codetag) {
-        self.set(ct);
     }
 
     /// Charges `bytes` and one call to `tag` and records it.
@@ -119,14 +97,6 @@ impl TagRef {
         debug::check_add(self.get());
         self.set(tag.codetag());
         tag.charge(bytes);
-    }
-
-    /// Records `tag` for one more piece of a split allocation (one more call).
-    #[inline(always)]
-    pub(super) fn charge_piece(&self, tag: &AllocTag) {
-        debug::check_add(self.get());
-        self.set(tag.codetag());
-        tag.add_call();
     }
 
     /// Uncharges `bytes` and one call from the recorded tag and clears it.
@@ -138,95 +108,131 @@ impl TagRef {
             return;
         }
         self.set(null_mut());
-        if Self::is_empty_marker(ct) {
+        if debug::is_empty(ct) {
             return;
         }
         // SAFETY: non-NULL, non-empty: an `AllocTag`'s code tag (invariant).
         unsafe { AllocTag::from_codetag(ct) }.uncharge(bytes);
     }
 
+    /// The raw value, for moving a reference as it is (migration) or reading
+    /// the record it holds.
+    #[cfg(any(
+        CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT,
+        CONFIG_MEM_ALLOC_PROFILING_CAPTURE
+    ))]
+    #[inline(always)]
+    pub(super) fn raw(&self) -> *mut bindings::codetag {
+        self.get()
+    }
+}
+
+/// What only page tags in `page_ext` do with a reference.
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+impl TagRef {
+    /// Stores a raw value taken from another reference with [`TagRef::raw`].
+    #[inline(always)]
+    pub(super) fn set_raw(&self, ct: *mut bindings::codetag) {
+        self.set(ct);
+    }
+
+    /// Records `tag` for one more piece of a split allocation (one more call).
+    #[inline(always)]
+    pub(super) fn charge_piece(&self, tag: &AllocTag) {
+        debug::check_add(self.get());
+        self.set(tag.codetag());
+        tag.add_call();
+    }
+
     /// Marks the object as deliberately not counted.
     #[inline(always)]
     pub(super) fn set_empty(&self) {
-        #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
-        self.set(CODETAG_EMPTY);
-        #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_DEBUG))]
-        self.set(null_mut());
+        self.set(debug::EMPTY);
     }
 }
 
 /// `MEM_ALLOC_PROFILING_DEBUG` checks, each reported once.
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
 pub(super) mod debug {
-    use crate::bindings;
+    use crate::{bindings, c_str, str::CStr};
+    use core::sync::atomic::{AtomicBool, Ordering};
 
-    #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
-    mod checks {
-        use crate::bindings;
-        use core::sync::atomic::{AtomicBool, Ordering};
+    /// `CODETAG_EMPTY`: an object deliberately left uncounted.
+    pub(super) const EMPTY: *mut bindings::codetag = 1 as *mut bindings::codetag;
 
-        static NOT_CLEARED: AtomicBool = AtomicBool::new(false);
-        static NO_TAG: AtomicBool = AtomicBool::new(false);
-        static NOT_SET: AtomicBool = AtomicBool::new(false);
+    static NOT_CLEARED: AtomicBool = AtomicBool::new(false);
+    static NO_TAG: AtomicBool = AtomicBool::new(false);
+    static NOT_SET: AtomicBool = AtomicBool::new(false);
 
-        pub(super) fn warn_once(flag: &AtomicBool, msg: &'static crate::str::CStr) {
-            if !flag.swap(true, Ordering::Relaxed) {
-                // SAFETY: `msg` is a NUL-terminated static string.
-                unsafe { bindings::alloc_tag_warn(msg.as_char_ptr()) };
-            }
+    fn warn_once(flag: &AtomicBool, msg: &'static CStr) {
+        if !flag.swap(true, Ordering::Relaxed) {
+            // SAFETY: `msg` is a NUL-terminated static string.
+            unsafe { bindings::alloc_tag_warn(msg.as_char_ptr()) };
         }
+    }
 
-        #[cold]
-        pub(super) fn overwritten() {
-            warn_once(
-                &NOT_CLEARED,
-                crate::c_str!("alloc_tag was not cleared before being set"),
-            );
-        }
-
-        #[cold]
-        pub(super) fn missing_tag() {
-            warn_once(&NO_TAG, crate::c_str!("current->alloc_tag not set"));
-        }
-
-        #[cold]
-        pub(super) fn not_set() {
-            warn_once(&NOT_SET, crate::c_str!("alloc_tag was not set"));
-        }
-
-        pub(super) fn is_empty(ct: *mut bindings::codetag) -> bool {
-            ct == super::super::CODETAG_EMPTY
-        }
+    /// Whether `ct` is [`EMPTY`].
+    #[inline(always)]
+    pub(super) fn is_empty(ct: *mut bindings::codetag) -> bool {
+        ct == EMPTY
     }
 
     /// Setting a reference that still holds a tag loses a charge.
     #[inline(always)]
-    pub(in crate::alloc_tag) fn check_add(_old: *mut bindings::codetag) {
-        #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
-        if !_old.is_null() && !checks::is_empty(_old) {
-            checks::overwritten();
+    pub(in crate::alloc_tag) fn check_add(old: *mut bindings::codetag) {
+        if !old.is_null() && !is_empty(old) {
+            warn_overwritten();
         }
     }
 
-    /// A page's tag index is set while it still holds one (compressed mode).
-    #[inline(always)]
+    /// A tag is set over one not cleared (a reference, or a page's tag
+    /// index in compressed mode).
+    #[cold]
     pub(in crate::alloc_tag) fn warn_overwritten() {
-        #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
-        checks::overwritten();
+        warn_once(
+            &NOT_CLEARED,
+            c_str!("alloc_tag was not cleared before being set"),
+        );
     }
 
     /// An allocation reached a hook with no tag: a missing `alloc_hooks()`.
-    #[inline(always)]
+    #[cold]
     pub(in crate::alloc_tag) fn warn_missing_tag() {
-        #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
-        checks::missing_tag();
+        warn_once(&NO_TAG, c_str!("current->alloc_tag not set"));
     }
 
     /// A free found no reference: the allocation was never charged.
-    #[inline(always)]
+    #[cold]
     pub(in crate::alloc_tag) fn warn_free_without_ref() {
-        #[cfg(CONFIG_MEM_ALLOC_PROFILING_DEBUG)]
-        checks::not_set();
+        warn_once(&NOT_SET, c_str!("alloc_tag was not set"));
     }
+}
+
+/// Without `MEM_ALLOC_PROFILING_DEBUG`: no empty marker, no checks.
+#[cfg(not(CONFIG_MEM_ALLOC_PROFILING_DEBUG))]
+pub(super) mod debug {
+    use crate::bindings;
+
+    /// An object left uncounted holds NULL, as one never counted.
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
+    pub(super) const EMPTY: *mut bindings::codetag = core::ptr::null_mut();
+
+    #[inline(always)]
+    pub(super) fn is_empty(_ct: *mut bindings::codetag) -> bool {
+        false
+    }
+
+    #[inline(always)]
+    pub(in crate::alloc_tag) fn check_add(_old: *mut bindings::codetag) {}
+
+    #[inline(always)]
+    pub(in crate::alloc_tag) fn warn_overwritten() {}
+
+    #[inline(always)]
+    pub(in crate::alloc_tag) fn warn_missing_tag() {}
+
+    #[inline(always)]
+    pub(in crate::alloc_tag) fn warn_free_without_ref() {}
 }
 
 /// Charges `bytes` and one call to `tag` and records `tag` in `ref_`.

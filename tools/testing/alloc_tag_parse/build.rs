@@ -2,7 +2,8 @@
 
 //! Points the crate at the kernel's parsers where they are: `parse.rs` and
 //! `demangle.rs` of `rust/kernel/alloc_tag/` in this repository, three levels
-//! up (or in the tree `ALLOC_TAG_TREE` names).
+//! up (or in the tree `ALLOC_TAG_TREE` names), and `testing`, the path the
+//! kernel crate's test hooks give them.
 
 use std::env;
 use std::fs;
@@ -26,6 +27,11 @@ fn main() {
             file.display().to_string()
         ));
     }
+    // The examples reach the parsers as the kernel crate's test hooks
+    // export them (`kernel::alloc_tag::testing`).
+    out.push_str(
+        "pub mod testing {\n    pub use super::demangle::*;\n    pub use super::parse::*;\n}\n",
+    );
     let dest = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR")).join("alloc_tag_mods.rs");
     fs::write(dest, out).expect("write alloc_tag_mods.rs");
 }
