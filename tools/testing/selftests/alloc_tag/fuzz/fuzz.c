@@ -91,7 +91,9 @@ struct shared {
 	int stop;		/* __atomic accesses */
 	int leak_loads;
 	int profiling_switched_off;
+	int unmap_failed;	/* op_migrate's, with the faults off */
 	uint64_t ops[MAX_WORKERS];
+	long rss_anon_kb[MAX_WORKERS];	/* at a worker's end; -1: none */
 	char cur[MAX_WORKERS][OP_LEN];
 };
 
@@ -121,6 +123,7 @@ static char *rdonly;		/* a read-only page */
 static char selfdir[256];
 static double cpu_after;	/* no CPU hotplug before (-c) */
 static unsigned int nr_nodes = 1;	/* the kernel's nr_node_ids */
+static int make_it_fail_fd = -1;	/* a worker's /proc/self/make-it-fail */
 
 enum {
 	X_INTERNAL = 1, X_FAULTS = 2, X_MODULES = 4, X_CAPTURE = 8, X_COMPAT = 16,
@@ -222,6 +225,21 @@ static int write_file(const char *path, const void *buf, size_t len)
 static int write_str(const char *path, const char *s)
 {
 	return write_file(path, s, strlen(s));
+}
+
+/*
+ * This worker's own fault injection on or off (never on with the faults
+ * left out), through the file it opened at its start: an open allocates
+ * (the path, a struct file), so under the worker's failslab a fresh open
+ * fails as often as the faults are on, at high probabilities almost every
+ * time, and the faults would stay on where they must be off.  The write
+ * itself allocates nothing.
+ */
+static bool self_faults(bool on)
+{
+	if (on && (excluded & X_FAULTS))
+		return true;
+	return pwrite(make_it_fail_fd, on ? "1" : "0", 1, 0) == 1;
 }
 
 /* A whole file, NUL-terminated, in a malloc'd buffer; NULL on error. */
@@ -1026,14 +1044,17 @@ static void op_migrate(void)
 	void *addrs[MAX_PAGES];
 	int nodes[MAX_PAGES], status[MAX_PAGES];
 	unsigned int i, n = 1 + below(MAX_PAGES);
+	size_t len;
 	char *p;
+	int tries;
 
 	if (chance(10)) {
 		op("migrate: compact_memory");
 		write_str("/proc/sys/vm/compact_memory", "1");
 		return;
 	}
-	p = mmap(NULL, n * 4096UL, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	len = n * 4096UL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return;
 	/*
@@ -1041,14 +1062,13 @@ static void op_migrate(void)
 	 * cannot be allocated is retried for ever (see stalled_in_fault()).
 	 * The move's own allocations may fail.
 	 */
-	write_str("/proc/self/make-it-fail", "0");
+	self_faults(false);
 	for (i = 0; i < n; i++) {
 		p[i * 4096UL] = (char)i;
 		addrs[i] = p + i * 4096UL;
 		nodes[i] = chance(95) ? (int)below(nr_nodes) : (int)below(nr_nodes + 3) - 1;
 	}
-	if (!(excluded & X_FAULTS))
-		write_str("/proc/self/make-it-fail", "1");
+	self_faults(true);
 	op("migrate: %u pages", n);
 	syscall(SYS_move_pages, 0, (unsigned long)n, addrs, nodes, status, 0);
 	if (chance(30)) {
@@ -1056,7 +1076,20 @@ static void op_migrate(void)
 			nodes[i] = (int)below(nr_nodes);
 		syscall(SYS_move_pages, 0, (unsigned long)n, addrs, nodes, status, 0);
 	}
-	munmap(p, n * 4096UL);
+	/*
+	 * Unmapped with the faults off: munmap() allocates (maple tree nodes,
+	 * a VMA when it splits one) and fails with ENOMEM under them.  The
+	 * pages would stay mapped and forgotten, the next mapping would merge
+	 * with them (so its unmap must split), and the worker would grow by
+	 * hundreds of MiB until the OOM killer took it.  A pending fail-nth
+	 * may still fail one try.
+	 */
+	self_faults(false);
+	for (tries = 0; tries < 8 && munmap(p, len); tries++)
+		;
+	if (tries == 8)
+		__atomic_add_fetch(&sh->unmap_failed, 1, __ATOMIC_SEQ_CST);
+	self_faults(true);
 }
 
 /* nr_node_ids: one more than the last possible node. */
@@ -1098,10 +1131,9 @@ static void op_cpu(void)
 		return;
 	op("cpu: cpu%d %s", cpu, on ? "online" : "offline");
 	/* Not failed by this worker's faults: a CPU that never comes up tests nothing. */
-	write_str("/proc/self/make-it-fail", "0");
+	self_faults(false);
 	write_str(path, on ? "1" : "0");
-	if (!(excluded & X_FAULTS))
-		write_str("/proc/self/make-it-fail", "1");
+	self_faults(true);
 }
 
 /* ---- stalls under the faults ------------------------------------------ */
@@ -1220,6 +1252,17 @@ static bool stall_check(void)
 	return undone && WIFEXITED(st) && !WEXITSTATUS(st);
 }
 
+/* The value of @field in /proc/self/status, in KiB; -1 if none. */
+static long status_kb(const char *field)
+{
+	char *t = slurp("/proc/self/status", 4096);
+	char *f = t ? strstr(t, field) : NULL;
+	long v = f ? strtol(f + strlen(field), NULL, 10) : -1;
+
+	free(t);
+	return v;
+}
+
 /* ---- workers ---------------------------------------------------------- */
 
 struct op_kind {
@@ -1255,8 +1298,9 @@ static void worker(int i, uint64_t seed, double deadline)
 	/* Each worker its own stream, derived from (seed, i). */
 	rng = seed * 0x100000001b3ULL + i;
 	rnd();
-	if (!(excluded & X_FAULTS))
-		write_str("/proc/self/make-it-fail", "1");
+	/* Opened before this worker's faults are on (none fail the parent). */
+	make_it_fail_fd = open("/proc/self/make-it-fail", O_WRONLY | O_CLOEXEC);
+	self_faults(true);
 	for (k = 0; k < ARRAY_SIZE(kinds); k++)
 		if (!(kinds[k].class & excluded))
 			total += kinds[k].weight;
@@ -1271,6 +1315,8 @@ static void worker(int i, uint64_t seed, double deadline)
 		}
 		kinds[k].fn();
 	}
+	self_faults(false);
+	sh->rss_anon_kb[i] = status_kb("RssAnon:");
 	_exit(0);
 }
 
@@ -1739,6 +1785,7 @@ int main(int argc, char **argv)
 	deadline = t0 + seconds;
 	cpu_after = t0 + seconds / 2;
 	for (i = 0; i < nworkers; i++) {
+		sh->rss_anon_kb[i] = -1;
 		pids[i] = fork();
 		if (pids[i] == 0)
 			worker(i, seed, deadline);
@@ -1813,6 +1860,14 @@ int main(int argc, char **argv)
 	for (i = 0; i < nworkers; i++)
 		printf("%sw%d %llu", i ? ", " : "", i, (unsigned long long)sh->ops[i]);
 	printf(")\n");
+	/* A worker's own memory: its mappings must not pile up. */
+	printf("fuzz: anonymous memory (RssAnon) at the end:");
+	for (i = 0; i < nworkers; i++)
+		if (sh->rss_anon_kb[i] < 0)
+			printf("%s w%d ?", i ? "," : "", i);
+		else
+			printf("%s w%d %ld KiB", i ? "," : "", i, sh->rss_anon_kb[i]);
+	printf("; %d unmaps failed with the faults off\n", sh->unmap_failed);
 	if (unstalled)
 		printf("fuzz: faults switched off %d times for a worker stalled in a page fault\n",
 		       unstalled);
