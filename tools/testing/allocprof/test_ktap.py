@@ -249,6 +249,18 @@ ALLOCPROF: selftest page_store exit 0
         self.assertEqual(self.fuzz_judge(log).failures, [])
         self.assertFailure(self.fuzz_judge(log, fuzz=False), "WARNING")
 
+    def test_fuzz_expected_percpu_area_warning_only_at_va_clip(self):
+        # make fuzz FUZZ_TARGET=rust-numa, 2026-12-07: a new percpu chunk's
+        # va_clip() failed under failslab.
+        def judge(line, **kw):
+            warn = ("[   22.79] ------------[ cut here ]------------\n"
+                    f"[   22.79] WARNING: CPU: 0 PID: 70 at mm/vmalloc.c:{line} "
+                    "pcpu_get_vm_areas+0x975/0xf00\n")
+            return self.fuzz_judge(self.FUZZ.replace("TAP version", warn + "TAP version"), **kw)
+        self.assertEqual(judge(4833).failures, [])
+        self.assertFailure(judge(4833, fuzz=False), "WARNING")
+        self.assertFailure(judge(4827), "WARNING")
+
     # Seed 7's report (make fuzz, 2026-12-06): an open of a test module's
     # debugfs file while another worker's unload of it had taken its last
     # reference but not yet marked it GOING (ktap.DEBUGFS_OWNER).
