@@ -87,9 +87,24 @@ enum SegmentState {
     Detached,
 }
 
+/// A hold that keeps the registry's segments in place: the read lock
+/// ([`ReadGuard`]), the write lock ([`WriteGuard`]), or a segment taken out
+/// and not yet freed ([`Removed`]). Tags borrowed from a [`Segment`] are
+/// borrowed from the hold.
+trait Held {}
+
 /// One module's tags: `len` consecutive `alloc_tag`s from `start` (for a
 /// module, the start of its tag area), and the first of their compressed
 /// page-tag indexes if they got any.
+///
+/// # Invariants
+///
+/// `start` points to `len` initialised `alloc_tag`s that stay valid while
+/// the segment is in the registry and, once taken out, until its
+/// [`Removed`] frees them: vmlinux's for good, a module's tag area or a
+/// block of Rust call-site tags otherwise. Segments are made only by this
+/// file (vmlinux's, [`place_module`], [`add_block`]), so every [`Held`]
+/// hold that reaches a segment keeps its tags valid.
 #[derive(Clone, Copy)]
 struct Segment {
     /// The module while it is loaded; NULL for vmlinux and once detached.
@@ -107,37 +122,25 @@ struct Segment {
 }
 
 impl Segment {
-    /// Tag `i`, below `len`, borrowed for `'a`: the callers' hold of the
-    /// registry (a [`ReadGuard`], or the write lock), during which the
-    /// segment stays registered.
-    fn tag<'a>(&self, i: usize) -> &'a AllocTag {
-        // SAFETY: `i < len` (callers), and the segment's tags are valid while
-        // it is registered, which the callers' hold of the lock for `'a`
-        // guarantees.
-        unsafe { AllocTag::from_raw(self.start.add(i)) }
+    /// The segment's tags, borrowed from the hold that keeps them.
+    fn tags<'h>(&self, _held: &'h impl Held) -> &'h [AllocTag] {
+        // SAFETY: `len` valid tags from `start` while `_held` lives
+        // (invariant); `AllocTag` is a transparent wrapper of `alloc_tag`.
+        unsafe { core::slice::from_raw_parts(self.start.cast::<AllocTag>(), self.len) }
     }
 
-    /// Tags `i..len` (`i` at most `len`), borrowed for `'a` as by
-    /// [`Segment::tag`].
-    fn tags_from<'a>(&self, i: usize) -> &'a [AllocTag] {
-        // SAFETY: `i <= len` (callers), so the `len - i` tags from `i` on are
-        // the segment's, valid while it is registered (as in `tag`);
-        // `AllocTag` is a transparent wrapper of `alloc_tag`.
-        unsafe { core::slice::from_raw_parts(self.start.add(i).cast::<AllocTag>(), self.len - i) }
-    }
-
-    /// The tags to report, borrowed for `'a` as by [`Segment::tag`]: all of
-    /// them, but for a block only those that name a file.
-    fn reported<'a>(self) -> impl Iterator<Item = &'a AllocTag> {
-        (0..self.len)
-            .map(move |i| self.tag(i))
+    /// The tags to report: all of them, but for a block only those that
+    /// name a file.
+    fn reported<'h>(self, held: &'h impl Held) -> impl Iterator<Item = &'h AllocTag> + 'h {
+        self.tags(held)
+            .iter()
             .filter(move |t| !self.sparse || t.has_file())
     }
 
     /// How many tags [`Segment::reported`] gives.
-    fn reported_len(&self) -> usize {
+    fn reported_len(&self, held: &impl Held) -> usize {
         if self.sparse {
-            self.reported().count()
+            self.reported(held).count()
         } else {
             self.len
         }
@@ -150,9 +153,8 @@ impl Segment {
     /// gone, only frees (and splits of what is charged) touch its tags, so
     /// the bytes of every CPU can only go down: a sum of zero bytes, read
     /// CPU by CPU, means nothing was charged when the read ended.
-    fn drained(&self) -> bool {
-        (0..self.len).all(|i| {
-            let t = self.tag(i);
+    fn drained(&self, held: &impl Held) -> bool {
+        self.tags(held).iter().all(|t| {
             let c = t.read();
             c.bytes == 0 && c.calls == 0 && !t.capture_armed()
         })
@@ -229,6 +231,8 @@ pub(super) fn try_read() -> Option<ReadGuard> {
     REGISTRY.try_read().map(ReadGuard)
 }
 
+impl Held for ReadGuard {}
+
 impl ReadGuard {
     /// A guard for a read hold taken earlier by [`read`] whose guard was
     /// forgotten (a hold that spans C callbacks, such as seq_file's
@@ -275,18 +279,17 @@ impl ReadGuard {
     pub(super) fn run_from(&self, pos: usize) -> Option<(usize, &[AllocTag])> {
         let v = vmlinux();
         if pos < v.len {
-            return Some((pos, v.tags_from(pos)));
+            return Some((pos, v.tags(self).get(pos..)?));
         }
         let (mut base, mut skip) = (v.len, pos - v.len);
         for seg in self.modules() {
             if skip < seg.len {
+                let tags = seg.tags(self);
                 if !seg.sparse {
-                    return Some((base + skip, seg.tags_from(skip)));
+                    return Some((base + skip, tags.get(skip..)?));
                 }
-                for i in skip..seg.len {
-                    if seg.tag(i).has_file() {
-                        return Some((base + i, seg.tags_from(i).get(..1)?));
-                    }
+                if let Some(i) = (skip..seg.len).find(|&i| tags[i].has_file()) {
+                    return Some((base + i, tags.get(i..=i)?));
                 }
                 skip = 0;
             } else {
@@ -302,17 +305,19 @@ impl ReadGuard {
     pub(super) fn tags(&self) -> impl Iterator<Item = &AllocTag> + '_ {
         core::iter::once(vmlinux())
             .chain(self.modules().copied())
-            .flat_map(Segment::reported)
+            .flat_map(move |seg| seg.reported(self))
     }
 
     /// The number of tags.
     pub(super) fn len(&self) -> usize {
-        vmlinux().len + self.modules().map(|s| s.reported_len()).sum::<usize>()
+        vmlinux().len + self.modules().map(|s| s.reported_len(self)).sum::<usize>()
     }
 }
 
 /// Exclusive access for module load and unload.
 struct WriteGuard(Guard<'static, KVec<Segment>, RwSemBackend>);
+
+impl Held for WriteGuard {}
 
 impl WriteGuard {
     fn new() -> Option<WriteGuard> {
@@ -434,15 +439,17 @@ unsafe fn free_counters(seg: &Segment, count: usize) {
 /// flight may still touch its counters).
 struct Removed(Segment);
 
+impl Held for Removed {}
+
 impl Removed {
     /// Frees `segs` with one wait for the frees in flight, calling `each`
     /// on every segment after the wait, just before it is freed.
-    fn free_all<const N: usize>(segs: [Option<Removed>; N], mut each: impl FnMut(&Segment)) {
+    fn free_all<const N: usize>(segs: [Option<Removed>; N], mut each: impl FnMut(&Removed)) {
         wait_for_frees_in_flight();
         for r in segs.into_iter().flatten() {
+            each(&r);
             let seg = r.0;
             core::mem::forget(r);
-            each(&seg);
             // SAFETY: out of the registry and drained (invariant), and the
             // frees in flight are over (the wait above).
             unsafe { release(seg) };
@@ -510,10 +517,12 @@ unsafe fn module_name<'a>(module: *mut bindings::module) -> &'a CStr {
 ///
 /// # Safety
 ///
-/// The registry is held for writing and `seg`'s module is still in memory.
-unsafe fn copy_strings(seg: &mut Segment) {
+/// `seg` is in the registry, which `w` holds for writing, and its module is
+/// still in memory.
+unsafe fn copy_strings(w: &WriteGuard, seg: &mut Segment) {
+    let tags = seg.tags(w);
     let fields = |i: usize| {
-        let ct = seg.tag(i).codetag();
+        let ct = tags[i].codetag();
         // SAFETY: `ct` is a valid tag of the segment.
         unsafe {
             [
@@ -594,12 +603,11 @@ unsafe fn copy_strings(seg: &mut Segment) {
 fn detach(w: &mut WriteGuard, idx: usize) -> Option<Removed> {
     let mut seg = w.modules()[idx];
     CONTENT_ID.fetch_add(1, Ordering::Release);
-    if seg.drained() {
+    if seg.drained(w) {
         // SAFETY: a module's segment (callers), drained.
         return unsafe { w.remove(idx) };
     }
-    for i in 0..seg.len {
-        let tag = seg.tag(i);
+    for tag in seg.tags(w) {
         let c = tag.read();
         if c.bytes == 0 && c.calls == 0 {
             continue;
@@ -616,7 +624,7 @@ fn detach(w: &mut WriteGuard, idx: usize) -> Option<Removed> {
     }
     // SAFETY: the lock is held for writing and the module is still in
     // memory (callers run before the loader frees it).
-    unsafe { copy_strings(&mut seg) };
+    unsafe { copy_strings(w, &mut seg) };
     seg.module = core::ptr::null_mut();
     seg.state = SegmentState::Detached;
     w.modules()[idx] = seg;
@@ -655,7 +663,7 @@ pub(super) fn reclaim() {
             let mut idx = 0;
             while idx < w.modules().len() && n < BATCH {
                 let seg = w.modules()[idx];
-                if seg.state == SegmentState::Detached && seg.drained() {
+                if seg.state == SegmentState::Detached && seg.drained(&w) {
                     // SAFETY: a detached segment is a module's; drained.
                     batch[n] = unsafe { w.remove(idx) };
                     CONTENT_ID.fetch_add(1, Ordering::Release);
@@ -668,11 +676,14 @@ pub(super) fn reclaim() {
         if n == 0 {
             return;
         }
-        Removed::free_all(batch, |seg| {
+        Removed::free_all(batch, |r| {
+            let tags = r.0.tags(r);
             pr_info!(
                 "alloc_tag: freed the tag area of unloaded module {} ({} tags)\n",
-                seg.tag(0).module_name().unwrap_or(c_str!("?")),
-                seg.len
+                tags.first()
+                    .and_then(AllocTag::module_name)
+                    .unwrap_or(c_str!("?")),
+                tags.len()
             );
             DETACHED_SEGMENTS.fetch_sub(1, Ordering::Relaxed);
         });
