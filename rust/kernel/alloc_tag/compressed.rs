@@ -31,7 +31,7 @@
 //! other CPUs may change at any time.
 
 use super::tag::{vmlinux_tags, AllocTag, PerCpuCounters, STORED_INDEX_SHIFT};
-use super::{control, tag_ref::debug};
+use super::{control, hook_page::HookPage, tag_ref::debug};
 use crate::{alloc::flags::GFP_KERNEL, alloc::KVVec, bindings};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
@@ -448,19 +448,20 @@ pub(crate) struct PageIndex<'a> {
 }
 
 impl PageIndex<'_> {
-    /// The index field of `page`, if page tags are compressed.
+    /// The index field of `page`.
     ///
     /// # Safety
     ///
-    /// `page` is a valid page for the returned lifetime.
+    /// Compressed mode is in effect.
     #[inline(always)]
-    pub(crate) unsafe fn get<'a>(page: *mut bindings::page) -> PageIndex<'a> {
+    pub(crate) unsafe fn get<'a>(page: HookPage<'a>) -> PageIndex<'a> {
         // SAFETY: `flags` is the aligned first word of a valid page
-        // (caller), changed by the kernel only with atomic operations or
+        // (`HookPage`), changed by the kernel only with atomic operations or
         // while the page is not shared.
-        let flags = unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*page).flags).cast()) };
-        // INVARIANT: valid page (caller); compressed mode (the only caller
-        // checked `store()`).
+        let flags = unsafe {
+            AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*page.as_ptr()).flags).cast())
+        };
+        // INVARIANT: a valid page; compressed mode (caller).
         PageIndex { flags }
     }
 
@@ -499,15 +500,14 @@ impl PageIndex<'_> {
         }
     }
 
-    /// Charges `bytes` and one call to `tag` (NULL: no tag set) and records it.
+    /// Charges `bytes` and one call to `tag` (`None`: no tag set) and
+    /// records it.
     #[inline(always)]
-    pub(crate) fn charge(&self, tag: *mut bindings::alloc_tag, bytes: usize) {
-        if tag.is_null() {
+    pub(crate) fn charge(&self, tag: Option<&AllocTag>, bytes: usize) {
+        let Some(tag) = tag else {
             debug::warn_missing_tag();
             return;
-        }
-        // SAFETY: a non-NULL `current->alloc_tag` is a tag.
-        let tag = unsafe { AllocTag::from_raw(tag) };
+        };
         if let Some(t) = self.record(tag, Self::set_id_owned) {
             t.charge(bytes);
         }

@@ -8,12 +8,13 @@
 //! over the module that does the work: the contract a caller keeps is that
 //! function's, stated there once, and nothing is decided here.
 
+use super::hook_page::{HookFolio, HookPage};
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 use super::{capture, record};
-use super::{control, init, node, page, report, rust_sites, tag_ref};
+use super::{control, init, node, page, report, rust_sites, tag::AllocTag, tag_ref};
 use crate::bindings;
 use crate::ffi::{c_char, c_int, c_ulong, c_void};
-use core::ptr::NonNull;
+use core::ptr::{null_mut, NonNull};
 
 /// A command written to `/sys/kernel/debug/allocinfo_capture`. See [`capture::command_str`].
 ///
@@ -153,131 +154,154 @@ unsafe extern "C" fn __alloc_tag_ref_tag(
     unsafe { node::ref_tag(ref_) }
 }
 
-/// The page allocator charges pages (compressed page tags). See [`page::add_compressed`].
+// The page allocator's hooks (`include/linux/pgalloc_tag.h`). Their
+// callers own the pages and folios they pass, for the call: a `HookPage` or
+// `HookFolio` says so, and the tag, NULL or one in an `alloc_tags` section
+// (`current->alloc_tag`), becomes an `Option<&AllocTag>`.
+
+/// The page allocator charges pages (compressed page tags). See
+/// [`page::add_compressed`].
 ///
 /// # Safety
 ///
-/// As [`page::add_compressed`].
+/// `page` is the head of `nr` pages being allocated; `tag` is NULL or a tag;
+/// compressed mode is in effect (`mem_alloc_profiling_compressed_key`) or
+/// the build is compressed-only.
 #[no_mangle]
 unsafe extern "C" fn __pgalloc_tag_add_compressed(
     page: *mut bindings::page,
     tag: *mut bindings::alloc_tag,
     nr: u32,
 ) {
-    // SAFETY: the caller keeps the contract of `page::add_compressed`.
-    unsafe { page::add_compressed(page, tag, nr) }
+    // SAFETY: the caller's contract: an owned page, NULL or a tag, and
+    // compressed mode.
+    unsafe { page::add_compressed(HookPage::from_raw(page), AllocTag::from_nullable(tag), nr) }
 }
 
-/// The page allocator frees pages (compressed page tags). See [`page::sub_compressed`].
+/// The page allocator frees pages (compressed page tags). See
+/// [`page::sub_compressed`].
 ///
 /// # Safety
 ///
-/// As [`page::sub_compressed`].
+/// `page` is the head of `nr` pages being freed; compressed mode as for
+/// `__pgalloc_tag_add_compressed()`.
 #[no_mangle]
 unsafe extern "C" fn __pgalloc_tag_sub_compressed(page: *mut bindings::page, nr: u32) {
-    // SAFETY: the caller keeps the contract of `page::sub_compressed`.
-    unsafe { page::sub_compressed(page, nr) }
+    // SAFETY: the caller's contract: an owned page, compressed mode.
+    unsafe { page::sub_compressed(HookPage::from_raw(page), nr) }
 }
 
-/// The tag of a page (compressed page tags). See [`page::get_compressed`].
+/// The tag of a page being freed (compressed page tags), or NULL. See
+/// [`page::get_compressed`].
 ///
 /// # Safety
 ///
-/// As [`page::get_compressed`].
+/// `page` is a valid page the caller holds; compressed mode as for
+/// `__pgalloc_tag_add_compressed()`.
 #[no_mangle]
 unsafe extern "C" fn __pgalloc_tag_get_compressed(
     page: *mut bindings::page,
 ) -> *mut bindings::alloc_tag {
-    // SAFETY: the caller keeps the contract of `page::get_compressed`.
-    unsafe { page::get_compressed(page) }
+    // SAFETY: the caller's contract: an owned page, compressed mode.
+    unsafe { page::get_compressed(HookPage::from_raw(page)) }.map_or(null_mut(), AllocTag::as_raw)
 }
 
-/// The page allocator charges pages (page tags in `page_ext`). See [`page::add_no_ref`].
+/// The page allocator charges pages whose `page_ext` reference it did not
+/// find. See [`page::add_no_ref`].
 ///
 /// # Safety
 ///
-/// As [`page::add_no_ref`].
+/// `page` is NULL or the head of `nr` pages being allocated; `tag` is NULL
+/// or a tag.
 #[no_mangle]
 unsafe extern "C" fn __pgalloc_tag_add_no_ref(
     page: *mut bindings::page,
     tag: *mut bindings::alloc_tag,
     nr: u32,
 ) {
-    // SAFETY: the caller keeps the contract of `page::add_no_ref`.
-    unsafe { page::add_no_ref(page, tag, nr) }
+    // SAFETY: the caller's contract: NULL or an owned page, NULL or a tag.
+    let (page, tag) = unsafe { (HookPage::from_nullable(page), AllocTag::from_nullable(tag)) };
+    page::add_no_ref(page, tag, nr);
 }
 
-/// The page allocator frees pages (page tags in `page_ext`). See [`page::sub_no_ref`].
+/// The free side of `__pgalloc_tag_add_no_ref()`. See [`page::sub_no_ref`].
 ///
 /// # Safety
 ///
-/// As [`page::sub_no_ref`].
+/// `page` is NULL or the head of `nr` pages being freed.
 #[no_mangle]
 unsafe extern "C" fn __pgalloc_tag_sub_no_ref(page: *mut bindings::page, nr: u32) {
-    // SAFETY: the caller keeps the contract of `page::sub_no_ref`.
-    unsafe { page::sub_no_ref(page, nr) }
+    // SAFETY: the caller's contract: NULL or an owned page.
+    page::sub_no_ref(unsafe { HookPage::from_nullable(page) }, nr);
 }
 
-/// The tag of a page. See [`page::tag_of`].
+/// The tag of a page, or NULL. See [`page::tag_of`].
 ///
 /// # Safety
 ///
-/// As [`page::tag_of`].
+/// `page` is NULL or a valid page the caller holds.
 #[no_mangle]
 unsafe extern "C" fn __pgalloc_tag_get(page: *mut bindings::page) -> *mut bindings::alloc_tag {
-    // SAFETY: the caller keeps the contract of `page::tag_of`.
-    unsafe { page::tag_of(page) }
+    // SAFETY: the caller's contract: NULL or an owned page.
+    page::tag_of(unsafe { HookPage::from_nullable(page) }).map_or(null_mut(), AllocTag::as_raw)
 }
 
-/// Uncharges pages from a tag read before. See [`page::sub_pages`].
+/// Uncharges `nr` pages freed apart from their head page. See
+/// [`page::sub_pages`].
 ///
 /// # Safety
 ///
-/// As [`page::sub_pages`].
+/// `tag` is NULL or a tag.
 #[no_mangle]
 unsafe extern "C" fn __pgalloc_tag_sub_pages(tag: *mut bindings::alloc_tag, nr: u32) {
-    // SAFETY: the caller keeps the contract of `page::sub_pages`.
-    unsafe { page::sub_pages(tag, nr) }
+    // SAFETY: the caller's contract: NULL or a tag.
+    if let Some(tag) = unsafe { AllocTag::from_nullable(tag) } {
+        page::sub_pages(tag, nr);
+    }
 }
 
 /// Clears a page's tag without uncharging. See [`page::clear_ref`].
 ///
 /// # Safety
 ///
-/// As [`page::clear_ref`].
+/// `page` is NULL or a valid page that is not being allocated or freed
+/// concurrently.
 #[no_mangle]
 unsafe extern "C" fn __clear_page_tag_ref(page: *mut bindings::page) {
-    // SAFETY: the caller keeps the contract of `page::clear_ref`.
-    unsafe { page::clear_ref(page) }
+    // SAFETY: the caller's contract: NULL or an owned page.
+    page::clear_ref(unsafe { HookPage::from_nullable(page) });
 }
 
 /// A folio is split. See [`page::split`].
 ///
 /// # Safety
 ///
-/// As [`page::split`].
+/// `folio` is an allocated folio of order `old_order` being split.
 #[no_mangle]
 unsafe extern "C" fn __pgalloc_tag_split(
     folio: *mut bindings::folio,
     old_order: i32,
     new_order: i32,
 ) -> u32 {
-    // SAFETY: the caller keeps the contract of `page::split`.
-    unsafe { page::split(folio, old_order, new_order) }
+    // SAFETY: the caller's contract: an owned folio of order `old_order`.
+    let folio = unsafe { HookFolio::from_raw(folio, old_order) };
+    page::split(folio, old_order, new_order)
 }
 
 /// Migration swaps the tags of two folios. See [`page::swap`].
 ///
 /// # Safety
 ///
-/// As [`page::swap`].
+/// `new` and `old` are valid folios of the same size, both locked for
+/// migration.
 #[no_mangle]
 unsafe extern "C" fn __pgalloc_tag_swap(
     new: *mut bindings::folio,
     old: *mut bindings::folio,
 ) -> bool {
-    // SAFETY: the caller keeps the contract of `page::swap`.
-    unsafe { page::swap(new, old) }
+    // SAFETY: the caller's contract: two owned folios (their head pages
+    // are all the swap reads).
+    unsafe { page::swap(HookFolio::from_raw(new, -1), HookFolio::from_raw(old, -1)) }
 }
 
 /// `alloc_tag_add` while a site is armed for capture. See [`record::add`].

@@ -91,6 +91,7 @@ mod control;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
 mod demangle;
 mod exports;
+mod hook_page;
 mod init;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
 mod ioctl;

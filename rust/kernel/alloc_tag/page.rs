@@ -14,8 +14,9 @@
 //! exactly what its allocation charged.
 
 use super::compressed::{self, PageIndex, Store};
+use super::hook_page::{HookFolio, HookPage};
 use super::AllocTag;
-use crate::{bindings, page::PAGE_SIZE};
+use crate::page::PAGE_SIZE;
 
 #[cfg(CONFIG_PAGE_EXTENSION)]
 mod ext_ops {
@@ -53,7 +54,9 @@ mod ext_ops {
 /// Page tags as references in `page_ext`.
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
 mod ext {
-    use super::super::{record, tag::AllocTag, tag_ref::debug, tag_ref::TagRef};
+    use super::super::{
+        hook_page::HookPage, record, tag::AllocTag, tag_ref::debug, tag_ref::TagRef,
+    };
     use super::ext_ops::page_alloc_tagging_ops;
     use crate::bindings;
 
@@ -71,16 +74,11 @@ mod ext {
     impl PageRef {
         /// The reference of `page`, or `None` if the page has no `page_ext`
         /// (early pages, or profiling built in but `never`).
-        ///
-        /// # Safety
-        ///
-        /// `page` is a valid page the caller owns (allocates, frees, splits
-        /// or migrates).
         #[inline(always)]
-        pub(super) unsafe fn get(page: *const bindings::page) -> Option<PageRef> {
-            // SAFETY: a valid page that the caller owns, which is what the
-            // lock-free lookup needs.
-            let ext = unsafe { bindings::alloc_tag_page_ext_owned(page) };
+        pub(super) fn get(page: HookPage<'_>) -> Option<PageRef> {
+            // SAFETY: a valid page that the hook's caller owns (`HookPage`),
+            // which is what the lock-free lookup needs.
+            let ext = unsafe { bindings::alloc_tag_page_ext_owned(page.as_ptr()) };
             if ext.is_null() {
                 None
             } else {
@@ -100,18 +98,12 @@ mod ext {
             unsafe { TagRef::from_raw(self.ext.cast::<u8>().add(offset).cast()) }
         }
 
-        /// # Safety
-        ///
-        /// `tag` is NULL or a tag in an `alloc_tags` section.
         #[inline(always)]
-        pub(super) unsafe fn charge(&self, tag: *mut bindings::alloc_tag, bytes: usize) {
-            if tag.is_null() {
-                debug::warn_missing_tag();
-                return;
+        pub(super) fn charge(&self, tag: Option<&AllocTag>, bytes: usize) {
+            match tag {
+                Some(tag) => self.tag_ref().charge(tag, bytes),
+                None => debug::warn_missing_tag(),
             }
-            // SAFETY: a non-NULL `tag` is a tag (caller).
-            self.tag_ref()
-                .charge(unsafe { AllocTag::from_raw(tag) }, bytes);
         }
 
         #[inline(always)]
@@ -159,25 +151,18 @@ mod ext {
 /// [`PageRef`]: ext::PageRef
 #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT))]
 mod ext {
-    use super::super::tag::AllocTag;
-    use crate::bindings;
+    use super::super::{hook_page::HookPage, tag::AllocTag};
 
     pub(super) enum PageRef {}
 
     impl PageRef {
-        /// # Safety
-        ///
-        /// None needed; the signature is the `page_ext` store's.
         #[inline(always)]
-        pub(super) unsafe fn get(_page: *const bindings::page) -> Option<PageRef> {
+        pub(super) fn get(_page: HookPage<'_>) -> Option<PageRef> {
             None
         }
 
-        /// # Safety
-        ///
-        /// None needed; the signature is the `page_ext` store's.
         #[inline(always)]
-        pub(super) unsafe fn charge(&self, _tag: *mut bindings::alloc_tag, _bytes: usize) {
+        pub(super) fn charge(&self, _tag: Option<&AllocTag>, _bytes: usize) {
             match *self {}
         }
 
@@ -219,31 +204,21 @@ enum PageTag<'a> {
 }
 
 impl PageTag<'_> {
-    /// The tag slot of `page`, or `None` if it has none (NULL, or an early
-    /// page without `page_ext`).
-    ///
-    /// # Safety
-    ///
-    /// `page` is NULL or a valid page for the returned lifetime, which the
-    /// caller owns (allocates, frees, splits or migrates).
+    /// The tag slot of `page`, or `None` if it has none (an early page
+    /// without `page_ext`).
     #[inline(always)]
-    unsafe fn get<'a>(page: *mut bindings::page) -> Option<PageTag<'a>> {
-        if page.is_null() {
-            return None;
-        }
+    fn get(page: HookPage<'_>) -> Option<PageTag<'_>> {
         match compressed::store() {
-            // SAFETY: valid page (caller); compressed mode is in effect.
+            // SAFETY: compressed mode is in effect.
             Store::Compressed => Some(PageTag::Index(unsafe { PageIndex::get(page) })),
-            // SAFETY: a valid page the caller owns.
-            Store::PageExt => unsafe { ext::PageRef::get(page) }.map(PageTag::Ext),
+            Store::PageExt => ext::PageRef::get(page).map(PageTag::Ext),
         }
     }
 
     #[inline(always)]
-    fn charge(&self, tag: *mut bindings::alloc_tag, bytes: usize) {
+    fn charge(&self, tag: Option<&AllocTag>, bytes: usize) {
         match self {
-            // SAFETY: `tag` is NULL or a tag (the hooks' contract).
-            PageTag::Ext(r) => unsafe { r.charge(tag, bytes) },
+            PageTag::Ext(r) => r.charge(tag, bytes),
             PageTag::Index(i) => i.charge(tag, bytes),
         }
     }
@@ -318,22 +293,16 @@ fn pages_bytes(nr: u32) -> usize {
 ///
 /// # Safety
 ///
-/// `page` is the head of `nr` pages being allocated; `tag` is NULL or a tag.
+/// Compressed mode is in effect, or this is a compressed-only build.
 #[inline(always)]
-pub(super) unsafe fn add_compressed(
-    page: *mut bindings::page,
-    tag: *mut bindings::alloc_tag,
-    nr: u32,
-) {
+pub(super) unsafe fn add_compressed(page: HookPage<'_>, tag: Option<&AllocTag>, nr: u32) {
     // A compressed-only build decides its layout on first use (out of line,
     // so that this path needs no frame); otherwise the key is on only once
     // compressed mode is decided.
     if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && !compressed::in_effect() {
-        // SAFETY: the caller's contract is this function's.
-        return unsafe { add_no_ref(page, tag, nr) };
+        return add_no_ref(Some(page), tag, nr);
     }
-    // SAFETY: a valid page (caller), in compressed mode (checked above, or
-    // the key the caller tested).
+    // SAFETY: compressed mode (checked above, or the caller's key).
     unsafe { PageIndex::get(page) }.charge(tag, pages_bytes(nr));
 }
 
@@ -341,52 +310,45 @@ pub(super) unsafe fn add_compressed(
 ///
 /// # Safety
 ///
-/// `page` is the head of `nr` pages being freed.
+/// As for [`add_compressed`].
 #[inline(always)]
-pub(super) unsafe fn sub_compressed(page: *mut bindings::page, nr: u32) {
+pub(super) unsafe fn sub_compressed(page: HookPage<'_>, nr: u32) {
     if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && !compressed::in_effect() {
-        // SAFETY: the caller's contract is this function's.
-        return unsafe { sub_no_ref(page, nr) };
+        return sub_no_ref(Some(page), nr);
     }
-    // SAFETY: as in `__pgalloc_tag_add_compressed()`.
+    // SAFETY: as in `add_compressed()`.
     unsafe { PageIndex::get(page) }.uncharge(pages_bytes(nr));
 }
 
-/// The tag `page` is charged to in compressed mode, or NULL (the tail-page
+/// The tag `page` is charged to in compressed mode, if any (the tail-page
 /// lookup of `__free_pages()`).
 ///
 /// # Safety
 ///
-/// `page` is a valid page the caller holds a reference to.
+/// As for [`add_compressed`].
 #[inline(always)]
-pub(super) unsafe fn get_compressed(page: *mut bindings::page) -> *mut bindings::alloc_tag {
+pub(super) unsafe fn get_compressed(page: HookPage<'_>) -> Option<&'static AllocTag> {
     if !cfg!(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT) && !compressed::in_effect() {
-        // SAFETY: the caller's contract is this function's.
-        return unsafe { tag_of(page) };
+        return tag_of(Some(page));
     }
-    // SAFETY: as in `__pgalloc_tag_add_compressed()`.
-    unsafe { PageIndex::get(page) }
-        .tag()
-        .map_or(core::ptr::null_mut(), AllocTag::as_raw)
+    // SAFETY: as in `add_compressed()`.
+    unsafe { PageIndex::get(page) }.tag()
 }
 
 /// The C hook's page_ext path found no reference: either the store is not
 /// decided yet (the first page hooks of the boot run before any `page_ext`
 /// exists, and deciding compressed mode turns the key on), or the page has
 /// no `page_ext` (early boot): not counted, and its tag says so.
-///
-/// # Safety
-///
-/// As `__pgalloc_tag_add_compressed()`.
 #[cold]
 #[inline(always)]
-pub(super) unsafe fn add_no_ref(page: *mut bindings::page, tag: *mut bindings::alloc_tag, nr: u32) {
-    // SAFETY: `page` is a valid page (caller).
-    if let Some(t) = unsafe { PageTag::get(page) } {
+pub(super) fn add_no_ref(page: Option<HookPage<'_>>, tag: Option<&AllocTag>, nr: u32) {
+    let Some(page) = page else {
+        return;
+    };
+    if let Some(t) = PageTag::get(page) {
         t.charge(tag, pages_bytes(nr));
-    } else if !page.is_null() && !tag.is_null() {
-        // SAFETY: a non-NULL `tag` is a tag (caller).
-        untracked(unsafe { AllocTag::from_raw(tag) });
+    } else if let Some(tag) = tag {
+        untracked(tag);
     }
 }
 
@@ -397,73 +359,45 @@ fn untracked(tag: &AllocTag) {
     tag.mark_inaccurate();
 }
 
-/// The free side of `__pgalloc_tag_add_no_ref()`.
-///
-/// # Safety
-///
-/// `page` is the head of `nr` pages being freed.
+/// The free side of [`add_no_ref`].
 #[cold]
 #[inline(always)]
-pub(super) unsafe fn sub_no_ref(page: *mut bindings::page, nr: u32) {
-    // SAFETY: `page` is a valid page (caller).
-    if let Some(t) = unsafe { PageTag::get(page) } {
+pub(super) fn sub_no_ref(page: Option<HookPage<'_>>, nr: u32) {
+    if let Some(t) = page.and_then(PageTag::get) {
         t.uncharge(pages_bytes(nr));
     }
 }
 
-/// The tag `page` is charged to, or NULL.
-///
-/// # Safety
-///
-/// `page` is a valid page.
+/// The tag `page` is charged to, if any.
 #[inline(always)]
-pub(super) unsafe fn tag_of(page: *mut bindings::page) -> *mut bindings::alloc_tag {
-    // SAFETY: `page` is a valid page (caller).
-    unsafe { PageTag::get(page) }
-        .and_then(|t| t.tag())
-        .map_or(core::ptr::null_mut(), AllocTag::as_raw)
+pub(super) fn tag_of(page: Option<HookPage<'_>>) -> Option<&'static AllocTag> {
+    page.and_then(PageTag::get).and_then(|t| t.tag())
 }
 
 /// Uncharges the bytes of `nr` pages freed apart from their head page.
-///
-/// # Safety
-///
-/// `tag` is a tag.
 #[inline(always)]
-pub(super) unsafe fn sub_pages(tag: *mut bindings::alloc_tag, nr: u32) {
-    // SAFETY: `tag` is a tag (caller).
-    unsafe { AllocTag::from_raw(tag) }.sub_bytes(pages_bytes(nr));
+pub(super) fn sub_pages(tag: &AllocTag, nr: u32) {
+    tag.sub_bytes(pages_bytes(nr));
 }
 
 /// Marks `page` as deliberately not counted.
-///
-/// # Safety
-///
-/// `page` is a valid page that is not being allocated or freed concurrently.
 #[inline(always)]
-pub(super) unsafe fn clear_ref(page: *mut bindings::page) {
-    // SAFETY: `page` is a valid page (caller).
-    if let Some(t) = unsafe { PageTag::get(page) } {
+pub(super) fn clear_ref(page: Option<HookPage<'_>>) {
+    if let Some(t) = page.and_then(PageTag::get) {
         t.set_empty();
     }
 }
 
 /// Gives every piece of a split allocation the head's tag, one call each;
 /// returns the number of pieces charged so (the head's not included).
-///
-/// # Safety
-///
-/// `folio` is an allocated folio of order `old_order` being split into pieces
-/// of order `new_order`.
+/// `folio`, of order `old_order`, is being split into pieces of order
+/// `new_order`.
 #[inline(always)]
-pub(super) unsafe fn split(folio: *mut bindings::folio, old_order: i32, new_order: i32) -> u32 {
+pub(super) fn split(folio: HookFolio<'_>, old_order: i32, new_order: i32) -> u32 {
     if !(0..32).contains(&new_order) || !(new_order..32).contains(&old_order) {
         return 0;
     }
-    // SAFETY: `folio` is valid (caller), so is its head page.
-    let head = unsafe { bindings::folio_page(folio, 0) };
-    // SAFETY: the head page of a valid folio.
-    let Some(head) = (unsafe { PageTag::get(head) }) else {
+    let Some(head) = PageTag::get(folio.head()) else {
         return 0;
     };
     // The pieces are freed one by one: a record for the whole block would
@@ -475,10 +409,7 @@ pub(super) unsafe fn split(folio: *mut bindings::folio, old_order: i32, new_orde
     let step = 1usize << new_order;
     let mut pieces = 0;
     for i in (step..(1usize << old_order)).step_by(step) {
-        // SAFETY: `i` is inside the folio (caller), so this is one of its pages.
-        let page = unsafe { bindings::folio_page(folio, i as _) };
-        // SAFETY: a page of the folio.
-        if let Some(t) = unsafe { PageTag::get(page) } {
+        if let Some(t) = folio.page(i).and_then(PageTag::get) {
             t.charge_piece(tag);
             pieces += 1;
         }
@@ -498,19 +429,9 @@ pub(super) unsafe fn split(folio: *mut bindings::folio, old_order: i32, new_orde
 /// given back to its driver, not to the page allocator. In compressed mode
 /// such a page still has an index field, and a charge swapped into it would
 /// never be uncharged.
-///
-/// # Safety
-///
-/// `new` and `old` are valid folios of the same size, both locked for
-/// migration.
 #[inline(always)]
-pub(super) unsafe fn swap(new: *mut bindings::folio, old: *mut bindings::folio) -> bool {
-    // SAFETY: both folios are valid (caller), so are their head pages.
-    let (new_head, old_head) =
-        unsafe { (bindings::folio_page(new, 0), bindings::folio_page(old, 0)) };
-    // SAFETY: head pages of valid folios.
-    let (tn, to) = unsafe { (PageTag::get(new_head), PageTag::get(old_head)) };
-    let (Some(tn), Some(to)) = (tn, to) else {
+pub(super) fn swap(new: HookFolio<'_>, old: HookFolio<'_>) -> bool {
+    let (Some(tn), Some(to)) = (PageTag::get(new.head()), PageTag::get(old.head())) else {
         return false;
     };
     if tn.tag().is_some() && to.tag().is_some() {

@@ -137,6 +137,18 @@ impl AllocTag {
         unsafe { &*ptr.cast() }
     }
 
+    /// Borrows a tag, `None` for NULL (a hook's `current->alloc_tag`).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is NULL or as for [`AllocTag::from_raw`].
+    #[inline(always)]
+    pub(crate) unsafe fn from_nullable<'a>(ptr: *mut bindings::alloc_tag) -> Option<&'a AllocTag> {
+        // SAFETY: transparent wrapper; validity of a non-NULL `ptr` is the
+        // caller's promise.
+        unsafe { ptr.cast::<AllocTag>().as_ref() }
+    }
+
     /// Borrows the tag whose code tag is `ct`.
     ///
     /// # Safety
