@@ -11,7 +11,7 @@
 use super::hook_page::{HookFolio, HookPage};
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 use super::{capture, record};
-use super::{control, init, node, page, report, rust_sites, tag::AllocTag, tag_ref};
+use super::{control, init, node, page, report, rust_sites, tag::AllocTag, tag_ref::TagRef};
 use crate::bindings;
 use crate::ffi::{c_char, c_int, c_ulong, c_void};
 use core::ptr::{null_mut, NonNull};
@@ -113,11 +113,15 @@ unsafe extern "C" fn codetag_unload_module(module: *mut bindings::module) -> boo
     unsafe { init::unload_module(module) }
 }
 
-/// A charge moves from one NUMA node to another. See [`node::move_charge`].
+// Per-node attribution (`lib/alloc_tag_node.c`).
+
+/// A charge moves from one NUMA node to another: after a charge of memory
+/// on another node than the CPU's, before its uncharge, and when migration
+/// moves it. See [`node::move_charge`].
 ///
 /// # Safety
 ///
-/// As [`node::move_charge`].
+/// `tag` is NULL (nothing moves) or a tag in an `alloc_tags` section.
 #[no_mangle]
 unsafe extern "C" fn __alloc_tag_node_move(
     tag: *mut bindings::alloc_tag,
@@ -126,32 +130,41 @@ unsafe extern "C" fn __alloc_tag_node_move(
     bytes: i64,
     calls: i64,
 ) {
-    // SAFETY: the caller keeps the contract of `node::move_charge`.
-    unsafe { node::move_charge(tag, from, to, bytes, calls) }
+    // SAFETY: the caller's contract: NULL or a tag.
+    if let Some(tag) = unsafe { AllocTag::from_nullable(tag) } {
+        node::move_charge(tag, from, to, bytes, calls);
+    }
 }
 
-/// A percpu allocation's charge, spread over the nodes of the CPUs. See [`node::charge_percpu`].
+/// A percpu allocation's tag is marked as one of percpu memory, whose row
+/// is spread over the nodes of the CPUs. See [`node::charge_percpu`].
 ///
 /// # Safety
 ///
-/// As [`node::charge_percpu`].
+/// `tag` is NULL (nothing to mark) or a tag in an `alloc_tags` section.
 #[no_mangle]
 unsafe extern "C" fn __alloc_tag_node_percpu(tag: *mut bindings::alloc_tag) {
-    // SAFETY: the caller keeps the contract of `node::charge_percpu`.
-    unsafe { node::charge_percpu(tag) }
+    // SAFETY: the caller's contract: NULL or a tag.
+    if let Some(tag) = unsafe { AllocTag::from_nullable(tag) } {
+        node::charge_percpu(tag);
+    }
 }
 
-/// The tag a tag reference holds (through a capture record too). See [`node::ref_tag`].
+/// The tag a tag reference holds (through a capture record too), or NULL.
+/// See [`node::ref_tag`].
 ///
 /// # Safety
 ///
-/// As [`node::ref_tag`].
+/// `ref_` is NULL or the tag reference of an object that the caller is
+/// allocating or freeing.
 #[no_mangle]
 unsafe extern "C" fn __alloc_tag_ref_tag(
     ref_: *mut bindings::codetag_ref,
 ) -> *mut bindings::alloc_tag {
-    // SAFETY: the caller keeps the contract of `node::ref_tag`.
-    unsafe { node::ref_tag(ref_) }
+    // SAFETY: the caller's contract: NULL or an object's reference.
+    let r = unsafe { TagRef::from_nullable(ref_) };
+    r.and_then(node::ref_tag)
+        .map_or(null_mut(), AllocTag::as_raw)
 }
 
 // The page allocator's hooks (`include/linux/pgalloc_tag.h`). Their
@@ -370,50 +383,65 @@ extern "C" fn alloc_tag_rust_sites_grow() {
     rust_sites::grow_work()
 }
 
-/// A slab, percpu or vmalloc allocation is charged. See [`tag_ref::add`].
+// The slab, percpu and vmalloc hooks (`include/linux/alloc_tag.h`).
+
+/// A slab, percpu or vmalloc allocation is charged: `bytes` and one call to
+/// `tag`, recorded in the object's reference. See [`TagRef::charge_or_warn`].
 ///
 /// # Safety
 ///
-/// As [`tag_ref::add`].
+/// `ref_` is the tag reference of the object being allocated, never NULL,
+/// which no one else writes meanwhile; `tag` is NULL or a tag in an
+/// `alloc_tags` section.
 #[no_mangle]
 unsafe extern "C" fn __alloc_tag_add(
     ref_: *mut bindings::codetag_ref,
     tag: *mut bindings::alloc_tag,
     bytes: usize,
 ) {
-    // SAFETY: the caller keeps the contract of `tag_ref::add`.
-    unsafe { tag_ref::add(ref_, tag, bytes) }
+    // SAFETY: the caller's contract: an object's reference, NULL or a tag.
+    let (r, tag) = unsafe { (TagRef::from_raw(ref_), AllocTag::from_nullable(tag)) };
+    r.charge_or_warn(tag, bytes);
 }
 
-/// A slab, percpu or vmalloc allocation is freed. See [`tag_ref::sub`].
+/// A slab, percpu or vmalloc allocation is freed: `bytes` and one call come
+/// off the tag its reference records. See [`TagRef::uncharge`].
 ///
 /// # Safety
 ///
-/// As [`tag_ref::sub`].
+/// `ref_` is the tag reference of the object being freed, never NULL, which
+/// no one else writes meanwhile.
 #[no_mangle]
 unsafe extern "C" fn __alloc_tag_sub(ref_: *mut bindings::codetag_ref, bytes: usize) {
-    // SAFETY: the caller keeps the contract of `tag_ref::sub`.
-    unsafe { tag_ref::sub(ref_, bytes) }
+    // SAFETY: the caller's contract: an object's reference.
+    unsafe { TagRef::from_raw(ref_) }.uncharge(bytes);
 }
 
-/// An allocation could not be counted. See [`tag_ref::set_inaccurate`].
+/// An allocation could not be counted (a slab object without an extension
+/// vector, say): `tag`'s row says `accurate:no`. NULL marks nothing.
 ///
 /// # Safety
 ///
-/// As [`tag_ref::set_inaccurate`].
+/// `tag` is NULL or a tag in an `alloc_tags` section.
 #[no_mangle]
 unsafe extern "C" fn alloc_tag_set_inaccurate(tag: *mut bindings::alloc_tag) {
-    // SAFETY: the caller keeps the contract of `tag_ref::set_inaccurate`.
-    unsafe { tag_ref::set_inaccurate(tag) }
+    // SAFETY: the caller's contract: NULL or a tag.
+    if let Some(tag) = unsafe { AllocTag::from_nullable(tag) } {
+        tag.mark_inaccurate();
+    }
 }
 
-/// A tag's counters, for C readers. See [`tag_ref::read`].
+/// `tag`'s counters summed over all possible CPUs, for C readers.
 ///
 /// # Safety
 ///
-/// As [`tag_ref::read`].
+/// `tag` is a tag in an `alloc_tags` section.
 #[no_mangle]
 unsafe extern "C" fn alloc_tag_read(tag: *mut bindings::alloc_tag) -> bindings::alloc_tag_counters {
-    // SAFETY: the caller keeps the contract of `tag_ref::read`.
-    unsafe { tag_ref::read(tag) }
+    // SAFETY: the caller's contract: a tag.
+    let c = unsafe { AllocTag::from_raw(tag) }.read();
+    bindings::alloc_tag_counters {
+        bytes: c.bytes as u64,
+        calls: c.calls,
+    }
 }

@@ -28,7 +28,7 @@
 //! holding the row (all memory is on node 0); on a multi-node machine with
 //! the option off at boot there is no view ([`nodes`] is `None`).
 
-use super::tag::AllocTag;
+use super::{tag::AllocTag, tag_ref::TagRef};
 use crate::bindings;
 use core::sync::atomic::{AtomicI64, Ordering};
 
@@ -195,23 +195,12 @@ impl NodePair {
 /// (lib/alloc_tag_node.c calls it after a charge, before an uncharge and
 /// when migration moves a charge). A tag without corrections, or a node
 /// out of range, moves nothing.
-///
-/// # Safety
-///
-/// `tag` is NULL or a tag in an `alloc_tags` section.
 #[inline(always)]
-pub(super) unsafe fn move_charge(
-    tag: *mut bindings::alloc_tag,
-    from: i32,
-    to: i32,
-    bytes: i64,
-    calls: i64,
-) {
-    if tag.is_null() || from == to {
+pub(super) fn move_charge(tag: &AllocTag, from: i32, to: i32, bytes: i64, calls: i64) {
+    if from == to {
         return;
     }
-    // SAFETY: a non-NULL `tag` is a tag (caller).
-    let Some(c) = corrections(unsafe { AllocTag::from_raw(tag) }) else {
+    let Some(c) = corrections(tag) else {
         return;
     };
     let (Ok(from), Ok(to)) = (usize::try_from(from), usize::try_from(to)) else {
@@ -226,38 +215,19 @@ pub(super) unsafe fn move_charge(
 
 /// Marks `tag` as a tag of percpu memory (its first charge with per-node
 /// attribution on).
-///
-/// # Safety
-///
-/// `tag` is NULL or a tag in an `alloc_tags` section.
 #[inline(always)]
-pub(super) unsafe fn charge_percpu(tag: *mut bindings::alloc_tag) {
-    if !tag.is_null() {
-        // SAFETY: a tag (caller).
-        unsafe { AllocTag::from_raw(tag) }.set_flag(CODETAG_FLAG_PERCPU);
-    }
+pub(super) fn charge_percpu(tag: &AllocTag) {
+    tag.set_flag(CODETAG_FLAG_PERCPU);
 }
 
-/// The tag a reference holds (through a capture record if it holds one), or
-/// NULL.
-///
-/// # Safety
-///
-/// `ref_` is NULL or a tag reference of an object that is being allocated
-/// or freed by the caller.
+/// The tag a reference holds (through a capture record if it holds one).
 #[inline(always)]
-pub(super) unsafe fn ref_tag(ref_: *mut bindings::codetag_ref) -> *mut bindings::alloc_tag {
-    if ref_.is_null() {
-        return core::ptr::null_mut();
-    }
-    // SAFETY: non-NULL and valid (caller).
-    let r = unsafe { super::tag_ref::TagRef::from_raw(ref_) };
-    let t = if r.holds_record() {
+pub(super) fn ref_tag(r: &TagRef) -> Option<&'static AllocTag> {
+    if r.holds_record() {
         super::record::record_tag(r)
     } else {
         r.tag()
-    };
-    t.map_or(core::ptr::null_mut(), AllocTag::as_raw)
+    }
 }
 
 /// The node of a possible CPU, within `0..nodes`.

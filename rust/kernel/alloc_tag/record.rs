@@ -20,7 +20,10 @@
 //! spinlock (raw, irqsave; taken from the allocator hooks in any context
 //! but NMI).
 
-use super::{tag_ref::REF_RECORD, AllocTag};
+use super::{
+    tag_ref::{TagRef, REF_RECORD},
+    AllocTag,
+};
 use crate::{
     bindings,
     error::{code::*, Result},
@@ -352,8 +355,10 @@ pub(super) unsafe fn add(
             return;
         }
     }
-    // SAFETY: the caller's contract is this function's.
-    unsafe { super::tag_ref::add(ref_, tag, bytes) }
+    // SAFETY: the caller's contract is this function's: an object's
+    // reference, NULL or a tag.
+    let (r, tag) = unsafe { (TagRef::from_raw(ref_), AllocTag::from_nullable(tag)) };
+    r.charge_or_warn(tag, bytes);
 }
 
 /// Charges `bytes` to `tag` through a record from the pool; false if it
@@ -416,7 +421,7 @@ unsafe fn record_add(
                 s.records = rec;
                 // The plain charge (debug checks included), then the
                 // reference points at the record.
-                super::tag_ref::add(ref_, tag, bytes);
+                TagRef::from_raw(ref_).charge_or_warn(AllocTag::from_nullable(tag), bytes);
                 (*ref_).ct = (rec as usize | FLAG_RECORD) as *mut bindings::codetag;
             }
             true
@@ -447,8 +452,9 @@ pub(super) unsafe fn sub(ref_: *mut bindings::codetag_ref, bytes: usize) {
             return;
         }
     }
-    // SAFETY: the caller's contract is this function's.
-    unsafe { super::tag_ref::sub(ref_, bytes) }
+    // SAFETY: the caller's contract is this function's: an object's
+    // reference.
+    unsafe { TagRef::from_raw(ref_) }.uncharge(bytes);
 }
 
 /// Gives the record `ct` points at back to the pool, if the reference
@@ -466,8 +472,8 @@ unsafe fn record_sub(ref_: *mut bindings::codetag_ref, ct: usize, bytes: usize) 
     if unsafe { (*ref_).ct } as usize != ct {
         // Disarmed meanwhile: the reference holds the site's tag again.
         drop(g);
-        // SAFETY: the caller's contract.
-        unsafe { super::tag_ref::sub(ref_, bytes) };
+        // SAFETY: the caller's contract: an object's reference.
+        unsafe { TagRef::from_raw(ref_) }.uncharge(bytes);
         return;
     }
     let rec = (ct & !FLAG_RECORD) as *mut Record;
@@ -475,7 +481,7 @@ unsafe fn record_sub(ref_: *mut bindings::codetag_ref, ct: usize, bytes: usize) 
     // linked in its site, which is armed; the lock is held (`g`).
     unsafe {
         (*ref_).ct = take_record(&mut g, rec);
-        super::tag_ref::sub(ref_, bytes);
+        TagRef::from_raw(ref_).uncharge(bytes);
     }
 }
 

@@ -61,6 +61,18 @@ impl TagRef {
         unsafe { &*ptr.cast() }
     }
 
+    /// Borrows a reference, `None` for NULL.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is NULL or as for [`TagRef::from_raw`].
+    #[inline(always)]
+    pub(super) unsafe fn from_nullable<'a>(ptr: *mut bindings::codetag_ref) -> Option<&'a TagRef> {
+        // SAFETY: transparent wrapper; validity of a non-NULL `ptr` is the
+        // caller's promise.
+        unsafe { ptr.cast::<TagRef>().as_ref() }
+    }
+
     #[inline(always)]
     fn get(&self) -> *mut bindings::codetag {
         // SAFETY: valid and not written concurrently (invariant).
@@ -89,6 +101,17 @@ impl TagRef {
         // SAFETY: a non-NULL, non-empty value is an `AllocTag`'s code tag
         // (invariant), and tags outlive the references to them.
         Some(unsafe { AllocTag::from_codetag(ct) })
+    }
+
+    /// Charges `bytes` and one call to `tag` and records it; an allocation
+    /// that reached its hook without a tag (a missing `alloc_hooks()`) is
+    /// only reported, in debug builds.
+    #[inline(always)]
+    pub(super) fn charge_or_warn(&self, tag: Option<&AllocTag>, bytes: usize) {
+        match tag {
+            Some(tag) => self.charge(tag, bytes),
+            None => debug::warn_missing_tag(),
+        }
     }
 
     /// Charges `bytes` and one call to `tag` and records it.
@@ -233,69 +256,4 @@ pub(super) mod debug {
 
     #[inline(always)]
     pub(in crate::alloc_tag) fn warn_free_without_ref() {}
-}
-
-/// Charges `bytes` and one call to `tag` and records `tag` in `ref_`.
-///
-/// # Safety
-///
-/// `ref_` is a tag reference of the object being allocated, never NULL (the
-/// hooks call only once they have one), which no one else writes meanwhile;
-/// `tag` is NULL or a tag in an `alloc_tags` section.
-#[inline(always)]
-pub(super) unsafe fn add(
-    ref_: *mut bindings::codetag_ref,
-    tag: *mut bindings::alloc_tag,
-    bytes: usize,
-) {
-    if tag.is_null() {
-        debug::warn_missing_tag();
-        return;
-    }
-    // SAFETY: `tag` is non-NULL, and both are valid by the function's
-    // safety contract.
-    let (r, t) = unsafe { (TagRef::from_raw(ref_), AllocTag::from_raw(tag)) };
-    r.charge(t, bytes);
-}
-
-/// Uncharges `bytes` and one call from the tag recorded in `ref_`, clearing it.
-///
-/// # Safety
-///
-/// `ref_` is a tag reference of the object being freed, never NULL (as for
-/// `__alloc_tag_add()`), which no one else writes meanwhile.
-#[inline(always)]
-pub(super) unsafe fn sub(ref_: *mut bindings::codetag_ref, bytes: usize) {
-    // SAFETY: valid by the function's safety contract.
-    unsafe { TagRef::from_raw(ref_) }.uncharge(bytes);
-}
-
-/// Marks `tag` (NULL: nothing to mark) as missing an allocation it could not
-/// count, such as a slab object without an extension vector; its row then
-/// says `accurate:no`.
-///
-/// # Safety
-///
-/// `tag` is NULL or a tag in an `alloc_tags` section.
-#[inline(always)]
-pub(super) unsafe fn set_inaccurate(tag: *mut bindings::alloc_tag) {
-    if !tag.is_null() {
-        // SAFETY: a tag (caller).
-        unsafe { AllocTag::from_raw(tag) }.mark_inaccurate();
-    }
-}
-
-/// The counters of `tag` summed over all possible CPUs.
-///
-/// # Safety
-///
-/// `tag` is a tag in an `alloc_tags` section.
-#[inline(always)]
-pub(super) unsafe fn read(tag: *mut bindings::alloc_tag) -> bindings::alloc_tag_counters {
-    // SAFETY: valid by the function's safety contract.
-    let c = unsafe { AllocTag::from_raw(tag) }.read();
-    bindings::alloc_tag_counters {
-        bytes: c.bytes as u64,
-        calls: c.calls,
-    }
 }
