@@ -80,6 +80,11 @@ impl PerCpuCounters {
 
 /// The tag of one allocation call site (`struct alloc_tag`).
 ///
+/// Users outside the profiler read a tag: its site ([`AllocTag::file`],
+/// [`AllocTag::line`], [`AllocTag::function`], [`AllocTag::module_name`])
+/// and its counters ([`AllocTag::read`], [`AllocTag::is_accurate`]). Only
+/// the profiler charges and marks it.
+///
 /// # Invariants
 ///
 /// The wrapped tag lives in vmlinux's `alloc_tags` section, in a module tag
@@ -156,7 +161,7 @@ impl AllocTag {
     /// `ct` must be the `ct` field of an `alloc_tag` satisfying the type
     /// invariants for `'a`.
     #[inline]
-    pub unsafe fn from_codetag<'a>(ct: *mut bindings::codetag) -> &'a AllocTag {
+    pub(crate) unsafe fn from_codetag<'a>(ct: *mut bindings::codetag) -> &'a AllocTag {
         // SAFETY: `ct` is the `ct` field of an `alloc_tag` (caller), so
         // stepping back by the field's offset stays inside that tag.
         let tag = unsafe { crate::container_of!(ct, bindings::alloc_tag, ct) };
@@ -172,7 +177,7 @@ impl AllocTag {
 
     /// The code tag, as stored in tag references.
     #[inline]
-    pub fn codetag(&self) -> *mut bindings::codetag {
+    pub(crate) fn codetag(&self) -> *mut bindings::codetag {
         // SAFETY: projecting a field of a valid tag.
         unsafe { core::ptr::addr_of_mut!((*self.as_raw()).ct) }
     }
@@ -211,7 +216,7 @@ impl AllocTag {
     /// segment-relative `add` that preemption or an interrupt cannot split,
     /// so both reach the same CPU's copy with neither toggled.
     #[inline(always)]
-    pub fn charge(&self, bytes: usize) {
+    pub(crate) fn charge(&self, bytes: usize) {
         let c = self.counters().as_raw();
         #[cfg(CONFIG_X86_64)]
         // SAFETY: `c` is a live `__percpu` pointer to this tag's counters
@@ -241,7 +246,7 @@ impl AllocTag {
     /// Uncounts one allocation of `bytes`; the counterpart of
     /// [`AllocTag::charge`].
     #[inline(always)]
-    pub fn uncharge(&self, bytes: usize) {
+    pub(crate) fn uncharge(&self, bytes: usize) {
         let c = self.counters().as_raw();
         #[cfg(CONFIG_X86_64)]
         // SAFETY: as in `charge`, with `sub` for `add`.
@@ -266,13 +271,13 @@ impl AllocTag {
 
     /// Counts one more live piece (a split allocation), bytes unchanged.
     #[inline(always)]
-    pub fn add_call(&self) {
+    pub(crate) fn add_call(&self) {
         self.calls_ptr().this_cpu_add(1);
     }
 
     /// Uncounts `bytes` without a call (tail pages freed apart from the head).
     #[inline(always)]
-    pub fn sub_bytes(&self, bytes: usize) {
+    pub(crate) fn sub_bytes(&self, bytes: usize) {
         self.bytes_ptr().this_cpu_sub(bytes as u64);
     }
 
@@ -350,7 +355,7 @@ impl AllocTag {
 
     /// Records that some allocation from this site is not in its counts.
     #[inline]
-    pub fn mark_inaccurate(&self) {
+    pub(crate) fn mark_inaccurate(&self) {
         let f = self.flags();
         if f.load(Ordering::Relaxed) & bindings::CODETAG_FLAG_INACCURATE == 0 {
             f.fetch_or(bindings::CODETAG_FLAG_INACCURATE, Ordering::Relaxed);
@@ -437,7 +442,7 @@ impl AllocTag {
     /// and the file.  Each non-NULL pointer is a NUL-terminated string valid
     /// while the registry can be read, as for the `&CStr` accessors.
     #[inline]
-    pub fn names_raw(&self) -> [*const u8; 3] {
+    pub(crate) fn names_raw(&self) -> [*const u8; 3] {
         // SAFETY: reading pointer fields of a valid tag (invariant).
         unsafe {
             let ct = self.codetag();
