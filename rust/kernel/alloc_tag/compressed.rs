@@ -160,18 +160,6 @@ impl StoreCell {
 /// to `Compressed` (release) and read after it is seen (acquire).
 static MODE: StoreCell = StoreCell::undecided();
 
-/// `mem_alloc_profiling_compressed_key`, the static key the C page hooks
-/// test to choose the store (`pgalloc_tag_compressed()`), defined in C:
-/// enabled once, when compressed mode is decided, before the first page is
-/// charged. A compressed-only build has no key: its hooks always use
-/// compressed mode.
-#[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-#[inline]
-fn compressed_key() -> *mut bindings::static_key {
-    // SAFETY: only the address of the `struct static_key` inside the C
-    // static is taken (no reference); the static lives for ever.
-    unsafe { core::ptr::addr_of_mut!(bindings::mem_alloc_profiling_compressed_key.key) }
-}
 static FELL_BACK: AtomicBool = AtomicBool::new(false);
 /// The largest index this boot can store: `2^W - 1`.
 static ID_LIMIT: AtomicU32 = AtomicU32::new(0);
@@ -271,12 +259,10 @@ fn decide() -> Store {
     // Decided during boot: at the first page hook (`mm_core_init()`, before
     // any other CPU runs), at `page_ext` init or at the profiler's initcall,
     // whichever comes first; each may take the static-key locks.
+    // The page hooks' key is enabled once, here, before the first page is
+    // charged.
     #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
-    // SAFETY: `compressed_key()` is a valid static key, and
-    // `static_key_enable()` takes the jump-label lock.
-    unsafe {
-        bindings::static_key_set(compressed_key(), true)
-    };
+    super::keys::StaticKey::compressed().set(true);
     Store::Compressed
 }
 

@@ -33,22 +33,13 @@
 //!   when page tags are indexes in `page->flags`, 0 when they are in
 //!   `page_ext` (a fallback included) or profiling is `never`.
 
+use super::keys::StaticKey;
 use super::parse::{parse_boot_value, parse_page_bits, BootMode};
 use crate::ffi::{c_char, c_int, c_void};
 use crate::{bindings, c_str, pr_err, types::Opaque};
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 const ENABLED_BY_DEFAULT: bool = cfg!(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT);
-
-/// `mem_alloc_profiling_key`, the static key the C hooks test
-/// (`mem_alloc_profiling_enabled()`), defined in C by
-/// `DEFINE_STATIC_KEY_MAYBE()`.
-#[inline]
-pub(crate) fn profiling_key() -> *mut bindings::static_key {
-    // SAFETY: only the address of the `struct static_key` inside the C
-    // static is taken (no reference); the static lives for ever.
-    unsafe { core::ptr::addr_of_mut!(bindings::mem_alloc_profiling_key.key) }
-}
 
 /// Profiling can be switched on (not `never`).
 static SUPPORTED: AtomicBool = AtomicBool::new(ENABLED_BY_DEFAULT);
@@ -79,28 +70,7 @@ pub(super) fn profiling_supported() -> bool {
 
 /// Whether profiling is counting now.
 pub(super) fn profiling_enabled() -> bool {
-    // SAFETY: `profiling_key()` is a valid static key.
-    unsafe { bindings::static_key_is_enabled(profiling_key()) }
-}
-
-/// `mem_alloc_profiling_free_key`, the static key of the hooks that
-/// uncharge or move a charge (`mem_alloc_profiling_free_enabled()`),
-/// defined in C next to the profiling key.
-#[inline]
-fn free_key() -> *mut bindings::static_key {
-    // SAFETY: as in `profiling_key()`.
-    unsafe { core::ptr::addr_of_mut!(bindings::mem_alloc_profiling_free_key.key) }
-}
-
-/// Sets `key` to `on` unless it is already.
-fn key_set(key: *mut bindings::static_key, on: bool) {
-    // SAFETY: `key` is one of the two valid static keys above, and
-    // `static_key_enable()`/`_disable()` take the jump-label lock.
-    unsafe {
-        if bindings::static_key_is_enabled(key) != on {
-            bindings::static_key_set(key, on);
-        }
-    }
+    StaticKey::profiling().is_enabled()
 }
 
 /// Switches counting on or off at run time. On, the free key first: once
@@ -108,9 +78,9 @@ fn key_set(key: *mut bindings::static_key, on: bool) {
 /// free key on, so that what was charged is still uncharged when freed.
 fn switch(on: bool) {
     if on {
-        key_set(free_key(), true);
+        StaticKey::free().set(true);
     }
-    key_set(profiling_key(), on);
+    StaticKey::profiling().set(on);
 }
 
 /// True after `sysctl.vm.mem_profiling=never` (or without it when profiling
@@ -143,8 +113,8 @@ pub(super) unsafe fn early_param(value: *mut c_char) -> c_int {
             SUPPORTED.store(support, Ordering::Relaxed);
             // Early parameters come before the page allocator is up, so
             // nothing is charged yet: the free key may follow the value.
-            key_set(free_key(), on);
-            key_set(profiling_key(), on);
+            StaticKey::free().set(on);
+            StaticKey::profiling().set(on);
         }
         Err(e) => {
             pr_err!(

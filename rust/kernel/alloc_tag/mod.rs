@@ -95,6 +95,7 @@ mod hook_page;
 mod init;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
 mod ioctl;
+mod keys;
 mod layout;
 #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_CAPTURE))]
 mod no_capture;

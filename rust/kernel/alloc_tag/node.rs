@@ -52,7 +52,7 @@ pub(super) use numa::enabled;
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_NUMA)]
 mod numa {
     use super::{node_ids, NodePair};
-    use crate::alloc_tag::tag::AllocTag;
+    use crate::alloc_tag::{keys::StaticKey, tag::AllocTag};
     use crate::bindings;
 
     const _: () = assert!(
@@ -63,13 +63,7 @@ mod numa {
     /// Whether per-node attribution is counting in this boot.
     #[inline]
     pub(in crate::alloc_tag) fn enabled() -> bool {
-        // SAFETY: the address of a static key defined in C, which lives for
-        // ever.
-        unsafe {
-            bindings::static_key_is_enabled(core::ptr::addr_of_mut!(
-                bindings::mem_alloc_profiling_node_key.key
-            ))
-        }
+        StaticKey::node().is_enabled()
     }
 
     /// A tag's correction pairs, if it has them.
