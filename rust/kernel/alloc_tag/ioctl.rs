@@ -104,6 +104,13 @@ const F_LINENO: u64 = 1 << bindings::ALLOCINFO_FILTER_LINENO;
 const F_INACCURATE: u64 = 1 << bindings::ALLOCINFO_FILTER_INACCURATE;
 const F_MIN_SIZE: u64 = 1 << bindings::ALLOCINFO_FILTER_MIN_SIZE;
 const F_MAX_SIZE: u64 = 1 << bindings::ALLOCINFO_FILTER_MAX_SIZE;
+const BATCH_FLAGS: u32 = bindings::ALLOCINFO_BATCH_FLAGS;
+const BATCH_TAG_ID: u32 = bindings::ALLOCINFO_BATCH_TAG_ID;
+const BATCH_COUNTERS: u32 = bindings::ALLOCINFO_BATCH_COUNTERS;
+const BATCH_NODES: u32 = bindings::ALLOCINFO_BATCH_NODES;
+const BATCH_RESTART: u32 = bindings::ALLOCINFO_BATCH_RESTART;
+const BATCH_MAX: usize = bindings::ALLOCINFO_BATCH_MAX as usize;
+const RECORD_SIZE_MAX: usize = bindings::ALLOCINFO_RECORD_SIZE_MAX as usize;
 
 // The wire layout the byte offsets below rely on: upstream's, checked here
 // against the header bindgen read.
@@ -453,12 +460,12 @@ impl RecordKind {
     /// The kind `flags` asks for: `EINVAL` for a flag this kernel does not
     /// know.
     fn from_flags(flags: u32) -> Result<RecordKind, Error> {
-        if flags & !bindings::ALLOCINFO_BATCH_FLAGS != 0 {
+        if flags & !BATCH_FLAGS != 0 {
             return Err(EINVAL);
         }
-        Ok(if flags & bindings::ALLOCINFO_BATCH_COUNTERS != 0 {
+        Ok(if flags & BATCH_COUNTERS != 0 {
             RecordKind::Counters
-        } else if flags & bindings::ALLOCINFO_BATCH_TAG_ID != 0 {
+        } else if flags & BATCH_TAG_ID != 0 {
             RecordKind::DataId
         } else {
             RecordKind::Data
@@ -520,7 +527,7 @@ struct Walk {
 const BATCH_BUF: usize = (4096 - size_of::<Mutex<Walk>>()) & !63;
 
 // At least two records per hold, whatever the stride.
-const _: () = assert!(BATCH_BUF >= 2 * bindings::ALLOCINFO_RECORD_SIZE_MAX as usize);
+const _: () = assert!(BATCH_BUF >= 2 * RECORD_SIZE_MAX);
 const _: () = assert!(size_of::<State>() <= 4096);
 
 /// One open file's state: its walk, under its own mutex (ioctls on one file
@@ -669,7 +676,7 @@ impl NodePart {
     /// `ALLOCINFO_BATCH_NODES`, `EOPNOTSUPP` when this boot has no per-node
     /// view (several nodes, attribution off).
     fn new(flags: u32, kind: RecordKind) -> Result<Option<NodePart>, Error> {
-        if flags & bindings::ALLOCINFO_BATCH_NODES == 0 {
+        if flags & BATCH_NODES == 0 {
             return Ok(None);
         }
         let n = node::nodes().ok_or_else(|| Error::from_errno(-(bindings::EOPNOTSUPP as i32)))?;
@@ -716,11 +723,7 @@ fn get_batch(state: &State, arg: usize, size: usize) -> Result<(), Error> {
     let stride = req.record_size as usize;
     let max = req.max as usize;
     let need = kind.size() + nodes.as_ref().map_or(0, NodePart::size);
-    if stride < need
-        || stride > bindings::ALLOCINFO_RECORD_SIZE_MAX as usize
-        || max == 0
-        || max > bindings::ALLOCINFO_BATCH_MAX as usize
-    {
+    if stride < need || stride > RECORD_SIZE_MAX || max == 0 || max > BATCH_MAX {
         return Err(EINVAL);
     }
     let per_chunk = (BATCH_BUF / stride).clamp(1, max);
@@ -736,7 +739,7 @@ fn get_batch(state: &State, arg: usize, size: usize) -> Result<(), Error> {
         buf[..per_chunk * stride].fill(0);
     }
     // The walk moves only once everything is written.
-    let (mut next, mut positioned) = if req.flags & bindings::ALLOCINFO_BATCH_RESTART != 0 {
+    let (mut next, mut positioned) = if req.flags & BATCH_RESTART != 0 {
         (0, false)
     } else {
         (walk.next, walk.positioned)
