@@ -234,16 +234,10 @@ for f in $valid; do
 done
 check "top -n N equals sort -g | tail -n N with ties" top_matches_sort "$work/ties.txt"
 
-# The static binary that goes into the test VM.
+# The static binary that goes into the test VM (build-static.sh, which
+# make test-configs and test-debug without host tests run too).
 static_bin="$CARGO_TARGET_DIR/$target/release/allocinfo"
-build_static() {
-	RUSTFLAGS='-C target-feature=+crt-static' \
-		cargo build --release --locked --quiet --target "$target" &&
-		! readelf -lW "$static_bin" | grep -q 'program interpreter' &&
-		! readelf -dW "$static_bin" | grep -q NEEDED &&
-		"$static_bin" --version
-}
-check "static release build ($target)" build_static
+check "static release build ($target)" "$here/build-static.sh"
 echo "ALLOCINFO_BIN=$static_bin"
 
 # 100,000 rows: top and diff must succeed within 100 MB (issue 20's memory

@@ -41,6 +41,15 @@ if [ "${HOST_TESTS:-1}" = 1 ]; then
 	ALLOCINFO_BIN=$(sed -n 's/^ALLOCINFO_BIN=//p' <<< "$out" | tail -n 1)
 	export ALLOCINFO_BIN
 	phase_time host-tests "$t"
+else
+	# Without the host tests the VM still gets this checkout's tool, built
+	# now (not whatever an older run left in the cache).
+	if ALLOCINFO_BIN=$("$REPO/tools/allocinfo/build-static.sh" 2>&1 | tail -n 1) && [ -x "$ALLOCINFO_BIN" ]; then
+		export ALLOCINFO_BIN
+	else
+		bad "build: the allocinfo tool for the test VM ($ALLOCINFO_BIN)"
+		unset ALLOCINFO_BIN
+	fi
 fi
 
 # Checks on a Rust-core build: no upstream core object, entry points from Rust.
