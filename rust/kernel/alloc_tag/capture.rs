@@ -78,8 +78,7 @@ use crate::{
     uaccess::UserSliceReader,
 };
 use core::sync::atomic::Ordering;
-use core::{ffi::c_int, fmt::Write, ptr::null_mut};
-use ffi::c_char;
+use core::{fmt::Write, ptr::null_mut};
 
 /// Which tags a control command names.
 struct Spec<'a> {
@@ -480,22 +479,12 @@ fn run(text: &[u8]) -> Result {
 }
 
 /// One command of the control file from kernel code (the bench module
-/// arms its own site): 0 or a negative errno. Exported to GPL modules with
-/// the rest of the kernel crate.
-///
-/// # Safety
-///
-/// `cmd` is a NUL-terminated string; process context.
-pub(super) unsafe fn command_str(cmd: *const c_char) -> c_int {
-    // SAFETY: NUL-terminated (caller).
-    let text = unsafe { CStr::from_char_ptr(cmd) }.as_bytes();
+/// arms its own site). Process context.
+pub(super) fn command_str(text: &[u8]) -> Result {
     if text.is_empty() || text.len() >= 256 {
-        return EINVAL.to_errno();
+        return Err(EINVAL);
     }
-    match run(text) {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
+    run(text)
 }
 
 static CAPTURE_FOPS: SingleFileOps<Report> = SingleFileOps::new();

@@ -90,18 +90,10 @@ pub(super) fn permanently_disabled() -> bool {
 }
 
 /// `early_param()` handler of `sysctl.vm.mem_profiling=` (registered in
-/// `lib/alloc_tag_init.c`).
-///
-/// # Safety
-///
-/// `value` is NULL or a NUL-terminated string (from the command line).
-pub(super) unsafe fn early_param(value: *mut c_char) -> c_int {
-    let bytes = if value.is_null() {
-        &[][..]
-    } else {
-        // SAFETY: NUL-terminated (caller).
-        unsafe { crate::str::CStr::from_char_ptr(value) }.as_bytes()
-    };
+/// `lib/alloc_tag_init.c`): the value's bytes, empty without `=`. A bad
+/// value is reported and leaves the default; handled either way (no second
+/// "Malformed early option" line).
+pub(super) fn early_param(bytes: &[u8]) {
     match parse_boot_value(bytes) {
         Ok(v) => {
             COMPRESSED_REQUESTED.store(v.compressed, Ordering::Relaxed);
@@ -125,25 +117,14 @@ pub(super) unsafe fn early_param(value: *mut c_char) -> c_int {
             );
         }
     }
-    // Handled either way: no second "Malformed early option" line.
-    0
 }
 
 /// `early_param()` handler of `alloc_tag_page_bits=` (registered in
 /// `lib/alloc_tag_init.c`): the most page-flag
 /// bits compressed page tags may use (to test the fallback on a config that
-/// has plenty).
-///
-/// # Safety
-///
-/// `value` is NULL or a NUL-terminated string (from the command line).
-pub(super) unsafe fn page_bits_param(value: *mut c_char) -> c_int {
-    let bytes = if value.is_null() {
-        &[][..]
-    } else {
-        // SAFETY: NUL-terminated (caller).
-        unsafe { crate::str::CStr::from_char_ptr(value) }.as_bytes()
-    };
+/// has plenty): the value's bytes, empty without `=`. A bad value is
+/// reported and ignored.
+pub(super) fn page_bits_param(bytes: &[u8]) {
     match parse_page_bits(bytes) {
         Some(bits) => PAGE_BITS_LIMIT.store(bits, Ordering::Relaxed),
         None => pr_err!(
@@ -151,7 +132,6 @@ pub(super) unsafe fn page_bits_param(value: *mut c_char) -> c_int {
             crate::str::BStr::from_bytes(bytes)
         ),
     }
-    0
 }
 
 /// `0` and `1`, the bounds of a `vm.mem_profiling` write.

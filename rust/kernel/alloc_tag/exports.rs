@@ -12,20 +12,26 @@ use super::hook_page::{HookFolio, HookPage};
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 use super::{capture, record};
 use super::{control, init, node, page, report, rust_sites, tag::AllocTag, tag_ref::TagRef};
-use crate::bindings;
 use crate::ffi::{c_char, c_int, c_ulong, c_void};
+use crate::{bindings, str::CStr};
 use core::ptr::{null_mut, NonNull};
 
-/// A command written to `/sys/kernel/debug/allocinfo_capture`. See [`capture::command_str`].
+/// A command of `/sys/kernel/debug/allocinfo_capture`'s language from
+/// kernel code (the bench module arms its own site): 0 or a negative
+/// errno. See [`capture::command_str`].
 ///
 /// # Safety
 ///
-/// As [`capture::command_str`].
+/// `cmd` is a NUL-terminated string; process context.
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 #[no_mangle]
 unsafe extern "C" fn alloc_tag_capture_command(cmd: *const c_char) -> c_int {
-    // SAFETY: the caller keeps the contract of `capture::command_str`.
-    unsafe { capture::command_str(cmd) }
+    // SAFETY: the caller's contract: a NUL-terminated string.
+    let text = unsafe { CStr::from_char_ptr(cmd) }.as_bytes();
+    match capture::command_str(text) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
 }
 
 /// Whether profiling is off for good (`never`). See [`control::permanently_disabled`].
@@ -34,26 +40,43 @@ extern "C" fn mem_alloc_profiling_permanently_disabled() -> bool {
     control::permanently_disabled()
 }
 
-/// `sysctl.vm.mem_profiling=` on the kernel command line. See [`control::early_param`].
+/// `sysctl.vm.mem_profiling=` on the kernel command line; always handled
+/// (0). See [`control::early_param`].
 ///
 /// # Safety
 ///
-/// As [`control::early_param`].
+/// `value` is NULL or a NUL-terminated string (from the command line).
 #[no_mangle]
 unsafe extern "C" fn alloc_tag_early_param(value: *mut c_char) -> c_int {
-    // SAFETY: the caller keeps the contract of `control::early_param`.
-    unsafe { control::early_param(value) }
+    // SAFETY: the caller's contract: NULL or a NUL-terminated string.
+    control::early_param(unsafe { param_bytes(value) });
+    0
 }
 
-/// `alloc_tag_page_bits=` on the kernel command line. See [`control::page_bits_param`].
+/// `alloc_tag_page_bits=` on the kernel command line; always handled (0).
+/// See [`control::page_bits_param`].
 ///
 /// # Safety
 ///
-/// As [`control::page_bits_param`].
+/// `value` is NULL or a NUL-terminated string (from the command line).
 #[no_mangle]
 unsafe extern "C" fn alloc_tag_page_bits_param(value: *mut c_char) -> c_int {
-    // SAFETY: the caller keeps the contract of `control::page_bits_param`.
-    unsafe { control::page_bits_param(value) }
+    // SAFETY: the caller's contract: NULL or a NUL-terminated string.
+    control::page_bits_param(unsafe { param_bytes(value) });
+    0
+}
+
+/// The bytes of an early parameter's value: empty for NULL (no `=`).
+///
+/// # Safety
+///
+/// `value` is NULL or a NUL-terminated string that outlives `'a`.
+unsafe fn param_bytes<'a>(value: *mut c_char) -> &'a [u8] {
+    if value.is_null() {
+        return &[];
+    }
+    // SAFETY: a NUL-terminated string (caller).
+    unsafe { CStr::from_char_ptr(value) }.as_bytes()
 }
 
 /// The profiler's initcall. See [`init::initcall`].
