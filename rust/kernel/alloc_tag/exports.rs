@@ -337,7 +337,7 @@ unsafe extern "C" fn __pgalloc_tag_swap(
 ) -> bool {
     // SAFETY: the caller's contract: two owned folios (their head pages
     // are all the swap reads).
-    unsafe { page::swap(HookFolio::from_raw(new, -1), HookFolio::from_raw(old, -1)) }
+    unsafe { page::swap(HookFolio::head_only(new), HookFolio::head_only(old)) }
 }
 
 /// `alloc_tag_add` while a site is armed for capture. See [`record::add`].

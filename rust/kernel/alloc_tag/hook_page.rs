@@ -58,7 +58,8 @@ impl<'a> HookPage<'a> {
 }
 
 /// The pages of a folio a page hook's caller owns for `'a`: `1 << order`
-/// of them, or only the head page if C gave no order (or one out of range).
+/// of them, or only the head page ([`HookFolio::head_only`], or an order
+/// out of range).
 ///
 /// # Invariants
 ///
@@ -91,6 +92,18 @@ impl<'a> HookFolio<'a> {
             pages,
             _owned: PhantomData,
         }
+    }
+
+    /// The head page of a folio the caller owns, for a hook that reads no
+    /// other page (migration's swap).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a folio that satisfies the type invariants for `'a`.
+    #[inline(always)]
+    pub(super) unsafe fn head_only(ptr: *mut bindings::folio) -> Self {
+        // SAFETY: the caller's contract; no order: the head page alone.
+        unsafe { Self::from_raw(ptr, -1) }
     }
 
     /// Page `i` of the folio, if it is one of its `pages` pages.
