@@ -21,8 +21,10 @@
 //!
 //! 1. Pure code, no state: [`parse`] (the boot values),
 //!    [`demangle`] (Rust symbol names), [`layout`] (Rust's view of the C
-//!    structs checked against C's at compile time); per-CPU and seq_file access are the
-//!    crate's [`crate::percpu`] and [`crate::seq_file`].
+//!    structs checked against C's at compile time), [`hook_page`] (the pages
+//!    and folios a page hook's caller owns), [`keys`] (the static keys C
+//!    defines); per-CPU and seq_file access are the crate's
+//!    [`crate::percpu`] and [`crate::seq_file`].
 //! 2. [`tag`]: the tag type, its per-CPU counters and code tag fields, and
 //!    where vmlinux's tags are.
 //! 3. State and stores: [`control`] (the static key, whether profiling is
@@ -31,7 +33,8 @@
 //!    `__alloc_tag_sub()`), [`compressed`] (page tags as indexes in
 //!    `page->flags`, the store chosen once at boot), and with
 //!    `MEM_ALLOC_PROFILING_CAPTURE` `record` (capture's record path: the
-//!    armed sites' state, the record pool, the capturing entry points);
+//!    armed sites' state, the record pool, the capturing entry points;
+//!    without the option `no_capture` stands in for it and `capture`);
 //!    then [`node`] (per-node attribution: the corrections of a tag's
 //!    nodes, and a tag read per node).
 //! 4. [`registry`]: the tags of vmlinux, of each module and of each block of
