@@ -8,12 +8,13 @@
 //! over the module that does the work: the contract a caller keeps is that
 //! function's, stated there once, and nothing is decided here.
 
+use super::hook_module::HookModule;
 use super::hook_page::{HookFolio, HookPage};
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 use super::{capture, record};
 use super::{control, init, node, page, report, rust_sites, tag::AllocTag, tag_ref::TagRef};
 use crate::ffi::{c_char, c_int, c_ulong, c_void};
-use crate::{bindings, str::CStr};
+use crate::{bindings, error::code::EINVAL, str::CStr};
 use core::ptr::{null_mut, NonNull};
 
 /// A command of `/sys/kernel/debug/allocinfo_capture`'s language from
@@ -90,15 +91,18 @@ extern "C" fn alloc_tag_init() -> c_int {
 ///
 /// # Safety
 ///
-/// As [`init::alloc_module_section`].
+/// `module` is NULL or a module being loaded, which the loader holds for
+/// the call.
 #[no_mangle]
 unsafe extern "C" fn codetag_alloc_module_section(
     module: *mut bindings::module,
     size: c_ulong,
     align: c_ulong,
 ) -> *mut c_void {
-    // SAFETY: the caller keeps the contract of `init::alloc_module_section`.
-    unsafe { init::alloc_module_section(module, size, align) }
+    // SAFETY: NULL or a module the loader holds (caller).
+    unsafe { HookModule::from_nullable(module) }
+        .ok_or(EINVAL)
+        .and_then(|m| init::alloc_module_section(m, size, align))
         .map_or(core::ptr::null_mut(), NonNull::as_ptr)
 }
 
@@ -106,11 +110,15 @@ unsafe extern "C" fn codetag_alloc_module_section(
 ///
 /// # Safety
 ///
-/// As [`init::load_module`].
+/// `module` is NULL or a module being loaded whose code has not run, which
+/// the loader holds for the call.
 #[no_mangle]
 unsafe extern "C" fn codetag_load_module(module: *mut bindings::module) -> c_int {
-    // SAFETY: the caller keeps the contract of `init::load_module`.
-    unsafe { init::load_module(module) }
+    // SAFETY: NULL or a module the loader holds (caller).
+    match unsafe { HookModule::from_nullable(module) }.map(init::load_module) {
+        Some(Err(e)) => e.to_errno(),
+        _ => 0,
+    }
 }
 
 /// The module loader frees a module's sections (after a failed load too).
@@ -118,22 +126,30 @@ unsafe extern "C" fn codetag_load_module(module: *mut bindings::module) -> c_int
 ///
 /// # Safety
 ///
-/// As [`init::free_module_sections`].
+/// `module` is NULL or a module whose load failed, still in memory and held
+/// by the loader for the call.
 #[no_mangle]
 unsafe extern "C" fn codetag_free_module_sections(module: *mut bindings::module) {
-    // SAFETY: the caller keeps the contract of `init::free_module_sections`.
-    unsafe { init::free_module_sections(module) }
+    // SAFETY: NULL or a module the loader holds (caller).
+    if let Some(m) = unsafe { HookModule::from_nullable(module) } {
+        init::free_module_sections(m);
+    }
 }
 
-/// The module loader unloads a module. See [`init::unload_module`].
+/// The module loader unloads a module: always true, the loader frees the
+/// module's memory whole. See [`init::unload_module`].
 ///
 /// # Safety
 ///
-/// As [`init::unload_module`].
+/// `module` is NULL or a module being unloaded whose code no longer runs,
+/// held by the loader for the call.
 #[no_mangle]
 unsafe extern "C" fn codetag_unload_module(module: *mut bindings::module) -> bool {
-    // SAFETY: the caller keeps the contract of `init::unload_module`.
-    unsafe { init::unload_module(module) }
+    // SAFETY: NULL or a module the loader holds (caller).
+    if let Some(m) = unsafe { HookModule::from_nullable(module) } {
+        init::unload_module(m);
+    }
+    true
 }
 
 // Per-node attribution (`lib/alloc_tag_node.c`).

@@ -21,6 +21,7 @@
 //!   way.
 
 use super::compressed::{self, Store};
+use super::hook_module::HookModule;
 use super::registry::{self, Hooks};
 use super::{control, report, rust_sites};
 use crate::{
@@ -113,76 +114,47 @@ pub(super) fn initcall() -> c_int {
 /// The tag area for a module's `alloc_tags` section of `size` bytes: the
 /// loader copies the section there and relocates the module against it.
 /// An error fails the load (C sees NULL and fails it with -ENOMEM).
-///
-/// # Safety
-///
-/// `module` is a module being loaded.
-pub(super) unsafe fn alloc_module_section(
-    module: *mut bindings::module,
+pub(super) fn alloc_module_section(
+    module: HookModule<'_>,
     size: c_ulong,
     align: c_ulong,
 ) -> Result<NonNull<c_void>> {
-    // SAFETY: a module being loaded (caller).
-    unsafe { registry::place_module(module, size, align) }
+    registry::place_module(module, size, align)
 }
 
 /// Gives a relocated module's tags their counters and reports them; runs
 /// before any code of the module. -ENOMEM fails the load, and the failed
 /// load's `codetag_free_module_sections()` frees the tag area.
-///
-/// # Safety
-///
-/// `module` is NULL or a module being loaded whose code has not run.
-pub(super) unsafe fn load_module(module: *mut bindings::module) -> c_int {
-    if module.is_null() {
-        return 0;
-    }
+pub(super) fn load_module(module: HookModule<'_>) -> Result {
     registry::reclaim();
-    // SAFETY: a module being loaded whose code has not run (caller).
-    match unsafe { registry::module_live(module) } {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
+    registry::module_live(module)
 }
 
 /// Drops what a module whose load failed left: its tag area, and its tags
 /// with their counters (kept, detached, if its code ran and left
-/// allocations behind).
-///
-/// # Safety
-///
-/// `module` is a module whose load failed, still in memory.
-pub(super) unsafe fn free_module_sections(module: *mut bindings::module) {
-    if module.is_null() {
-        return;
-    }
+/// allocations behind). The module is still in memory.
+pub(super) fn free_module_sections(module: HookModule<'_>) {
     // Its tags were live from `codetag_load_module()` on, so they may
     // have been armed meanwhile (while `parse_args()` ran its code, say).
-    // SAFETY: a module whose load failed, its tags still in place (caller).
-    unsafe { super::capture::module_unload(module) };
+    // SAFETY: the loader holds the module, whose tags are still in place
+    // (they go with `drop_module()` below).
+    unsafe { super::capture::module_unload(module.as_ptr()) };
     registry::drop_module(module);
 }
 
-/// Detaches an unloading module's tags. Reports every tag that still has
-/// allocations charged; those tags stay in `/proc/allocinfo` until the
-/// allocations are freed. The module's own memory holds nothing of the
-/// profiler's, so this always returns true: the loader frees it all.
-///
-/// # Safety
-///
-/// `module` is NULL or a module being unloaded whose code no longer runs.
-pub(super) unsafe fn unload_module(module: *mut bindings::module) -> bool {
-    if module.is_null() {
-        return true;
-    }
+/// Detaches an unloading module's tags, whose code no longer runs. Reports
+/// every tag that still has allocations charged; those tags stay in
+/// `/proc/allocinfo` until the allocations are freed. The module's own
+/// memory holds nothing of the profiler's: the loader frees it all.
+pub(super) fn unload_module(module: HookModule<'_>) {
     // Let the module's pending kfree_rcu() frees land first.
     // SAFETY: the barrier's only requirement is a context that may sleep
     // with no RCU read lock held, which module unload is.
     unsafe { bindings::alloc_tag_kvfree_rcu_barrier() };
     // Armed sites of the module first: their tags may go once drained.
-    // SAFETY: a module being unloaded, its tags still in place (caller).
-    unsafe { super::capture::module_unload(module) };
+    // SAFETY: the loader holds the module, whose tags are still in place
+    // (they go with `drop_module()` below).
+    unsafe { super::capture::module_unload(module.as_ptr()) };
     registry::drop_module(module);
     registry::reclaim();
-    true
 }

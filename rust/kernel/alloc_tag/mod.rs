@@ -36,7 +36,8 @@
 //!    armed sites' state, the record pool, the capturing entry points;
 //!    without the option `no_capture` stands in for it and `capture`);
 //!    then [`node`] (per-node attribution: the corrections of a tag's
-//!    nodes, and a tag read per node).
+//!    nodes, and a tag read per node), then [`tag_mem`] (a module's tag
+//!    area, and the counters of tags that go live).
 //! 4. [`registry`]: the tags of vmlinux, of each module and of each block of
 //!    Rust call-site tags, as generic segments under one read-write
 //!    semaphore. It learns about its users through [`registry::Hooks`], as
@@ -94,6 +95,7 @@ mod control;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
 mod demangle;
 mod exports;
+mod hook_module;
 mod hook_page;
 mod init;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
@@ -115,6 +117,7 @@ mod report;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
 mod rust_sites;
 mod tag;
+mod tag_mem;
 mod tag_ref;
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS)]
 pub mod testing;

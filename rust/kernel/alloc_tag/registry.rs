@@ -21,20 +21,20 @@
 //! of (a module going, tags of their own to reclaim) reaches them through
 //! the [`Hooks`] given to [`init`].
 
-use super::node;
+use super::hook_module::{HookModule, ModuleId};
 use super::tag::{vmlinux_tags, AllocTag};
+use super::tag_mem::{self, wait_for_frees_in_flight, FreesPast, TagArea};
 use crate::{
     alloc::flags::GFP_KERNEL,
     alloc::KVVec,
     alloc::KVec,
     bindings, c_str,
     error::{
-        code::{EEXIST, EINVAL, ENODEV, ENOMEM},
+        code::{EEXIST, EINVAL, ENODEV},
         Result,
     },
     ffi::c_void,
     pr_err, pr_info, pr_warn,
-    str::CStr,
     sync::lock::{
         rwsem::{self, RwSemBackend},
         Guard,
@@ -83,7 +83,7 @@ enum SegmentState {
     /// Counted and reported (vmlinux is always live).
     Live,
     /// The module is gone and allocations are still charged to its tags;
-    /// the strings the tags point to are copies in `strings`.
+    /// the strings the tags point to are copies in `names`.
     Detached,
 }
 
@@ -93,40 +93,31 @@ enum SegmentState {
 /// borrowed from the hold.
 trait Held {}
 
-/// One module's tags: `len` consecutive `alloc_tag`s from `start` (for a
-/// module, the start of its tag area), and the first of their compressed
-/// page-tag indexes if they got any.
+/// A run of `len` consecutive tags from `start`, and whether all of them are
+/// reported: vmlinux's section, a module's tag area, or a block of Rust
+/// call-site tags (`sparse`: only the tags that name a file are reported).
 ///
 /// # Invariants
 ///
 /// `start` points to `len` initialised `alloc_tag`s that stay valid while
-/// the segment is in the registry and, once taken out, until its
-/// [`Removed`] frees them: vmlinux's for good, a module's tag area or a
-/// block of Rust call-site tags otherwise. Segments are made only by this
+/// the segment that holds the span is in the registry and, once taken out,
+/// until its [`Removed`] frees them: vmlinux's for good, a module's tag area
+/// or a block of Rust call-site tags otherwise. Spans are made only by this
 /// file (vmlinux's, [`place_module`], [`add_block`]), so every [`Held`]
-/// hold that reaches a segment keeps its tags valid.
+/// hold that reaches a span keeps its tags valid.
 #[derive(Clone, Copy)]
-struct Segment {
-    /// The module while it is loaded; NULL for vmlinux and once detached.
-    module: *mut bindings::module,
-    start: *mut bindings::alloc_tag,
+struct Span {
+    start: NonNull<bindings::alloc_tag>,
     len: usize,
-    page_ids: Option<u32>,
-    state: SegmentState,
-    /// The `KVVec<u8>` buffer (pointer, capacity) holding the copied
-    /// strings of a detached module, null if none.
-    strings: (*mut u8, usize),
-    /// A block added by [`add_block`] (Rust call-site tags): always live,
-    /// never freed, and only the tags that name a file are reported.
     sparse: bool,
 }
 
-impl Segment {
-    /// The segment's tags, borrowed from the hold that keeps them.
-    fn tags<'h>(&self, _held: &'h impl Held) -> &'h [AllocTag] {
+impl Span {
+    /// The span's tags, borrowed from the hold that keeps them.
+    fn tags<'h>(self, _held: &'h impl Held) -> &'h [AllocTag] {
         // SAFETY: `len` valid tags from `start` while `_held` lives
         // (invariant); `AllocTag` is a transparent wrapper of `alloc_tag`.
-        unsafe { core::slice::from_raw_parts(self.start.cast::<AllocTag>(), self.len) }
+        unsafe { core::slice::from_raw_parts(self.start.as_ptr().cast::<AllocTag>(), self.len) }
     }
 
     /// The tags to report: all of them, but for a block only those that
@@ -137,13 +128,36 @@ impl Segment {
             .filter(move |t| !self.sparse || t.has_file())
     }
 
-    /// How many tags [`Segment::reported`] gives.
-    fn reported_len(&self, held: &impl Held) -> usize {
+    /// How many tags [`Span::reported`] gives.
+    fn reported_len(self, held: &impl Held) -> usize {
         if self.sparse {
             self.reported(held).count()
         } else {
             self.len
         }
+    }
+}
+
+/// One segment of the registry: a module's tags (in its tag area), or a
+/// block of Rust call-site tags, with the first of their compressed
+/// page-tag indexes if they got any, and what the segment owns.
+struct Segment {
+    /// The module while it is loaded; none for a block and once detached.
+    module: ModuleId,
+    span: Span,
+    page_ids: Option<u32>,
+    state: SegmentState,
+    /// A module's tag area, which `span` covers; `None` for a block, whose
+    /// memory stays for good.
+    area: Option<TagArea>,
+    /// The copies of a detached module's strings, which its tags point to.
+    names: Option<KVVec<u8>>,
+}
+
+impl Segment {
+    /// The segment's tags, borrowed from the hold that keeps them.
+    fn tags<'h>(&self, held: &'h impl Held) -> &'h [AllocTag] {
+        self.span.tags(held)
     }
 
     /// Whether no tag is in use: nothing charged and none armed for
@@ -161,14 +175,13 @@ impl Segment {
     }
 }
 
-// SAFETY: a segment is addresses and lengths; the tags it points to are
-// `AllocTag`s (shared between CPUs by design) and the rest (the tag area,
-// the string copies) is only freed by the registry's writer, once the
-// segment is out of the registry.
-unsafe impl Send for Segment {}
+// SAFETY: a span is an address and a length; the tags it points to are
+// `AllocTag`s (shared between CPUs by design), freed only by the registry's
+// writer once their segment is out of the registry.
+unsafe impl Send for Span {}
 
-// SAFETY: as for `Send`: a shared segment only gives out its tags.
-unsafe impl Sync for Segment {}
+// SAFETY: as for `Send`: a shared span only gives out its tags.
+unsafe impl Sync for Span {}
 
 // SAFETY: `init` sets the semaphore up before it sets `READY`, and every
 // user checks `READY` first.
@@ -190,15 +203,14 @@ pub(super) fn content_id() -> u64 {
 /// The number of detached modules, so that [`reclaim`] is free without any.
 static DETACHED_SEGMENTS: AtomicUsize = AtomicUsize::new(0);
 
-fn vmlinux() -> Segment {
+/// vmlinux's tags, always first and always live.
+fn vmlinux() -> Span {
     let (start, len) = vmlinux_tags();
-    Segment {
-        module: core::ptr::null_mut(),
-        start,
+    // INVARIANT: vmlinux's section, valid for good (an empty section is a
+    // dangling, never read, start).
+    Span {
+        start: NonNull::new(start).unwrap_or(NonNull::dangling()),
         len,
-        page_ids: None,
-        state: SegmentState::Live,
-        strings: (core::ptr::null_mut(), 0),
         sparse: false,
     }
 }
@@ -282,20 +294,20 @@ impl ReadGuard {
             return Some((pos, v.tags(self).get(pos..)?));
         }
         let (mut base, mut skip) = (v.len, pos - v.len);
-        for seg in self.modules() {
-            if skip < seg.len {
-                let tags = seg.tags(self);
-                if !seg.sparse {
+        for span in self.modules().map(|s| s.span) {
+            if skip < span.len {
+                let tags = span.tags(self);
+                if !span.sparse {
                     return Some((base + skip, tags.get(skip..)?));
                 }
-                if let Some(i) = (skip..seg.len).find(|&i| tags[i].has_file()) {
+                if let Some(i) = (skip..span.len).find(|&i| tags[i].has_file()) {
                     return Some((base + i, tags.get(i..=i)?));
                 }
                 skip = 0;
             } else {
-                skip -= seg.len;
+                skip -= span.len;
             }
-            base += seg.len;
+            base += span.len;
         }
         None
     }
@@ -304,13 +316,17 @@ impl ReadGuard {
     /// held.
     pub(super) fn tags(&self) -> impl Iterator<Item = &AllocTag> + '_ {
         core::iter::once(vmlinux())
-            .chain(self.modules().copied())
-            .flat_map(move |seg| seg.reported(self))
+            .chain(self.modules().map(|s| s.span))
+            .flat_map(move |span| span.reported(self))
     }
 
     /// The number of tags.
     pub(super) fn len(&self) -> usize {
-        vmlinux().len + self.modules().map(|s| s.reported_len(self)).sum::<usize>()
+        vmlinux().len
+            + self
+                .modules()
+                .map(|s| s.span.reported_len(self))
+                .sum::<usize>()
     }
 }
 
@@ -330,101 +346,30 @@ impl WriteGuard {
         &mut self.0
     }
 
-    /// Takes the segment at `idx` out, keeping the order of the others; it
-    /// is the caller's to free, by dropping it once the lock is released.
-    ///
-    /// # Safety
-    ///
-    /// `idx` is a module segment (not vmlinux's, not a block of Rust
-    /// sites, whose memory is never freed) that was never live or is
-    /// drained.
-    unsafe fn remove(&mut self, idx: usize) -> Option<Removed> {
-        let mods = self.modules();
-        let len = mods.len();
-        if idx >= len {
+    /// Takes the module segment at `idx` out, keeping the order of the
+    /// others, if nothing can use its tags any more: it was never live, or
+    /// it is drained. It is the caller's to free, by dropping it once the
+    /// lock is released. `None` for a block of Rust sites (whose memory is
+    /// never freed), a segment in use, or no segment at `idx`.
+    fn remove(&mut self, idx: usize) -> Option<Removed> {
+        let seg = self.0.get(idx)?;
+        if seg.area.is_none() || (seg.state != SegmentState::Placed && !seg.drained(self)) {
             return None;
         }
-        let seg = mods[idx];
-        mods.as_mut_slice().copy_within(idx + 1.., idx);
-        // SAFETY: `idx < len`; the slots from `idx` on were shifted down by
-        // one, so the first `len - 1` are initialised, and `Segment` is
-        // `Copy`.
-        unsafe { mods.set_len(len - 1) };
-        // INVARIANT: out of the registry just now; a module's, never live or
-        // drained (caller).
-        Some(Removed(seg))
-    }
-}
-
-/// Counters are allocated for this many tags at a time; each chunk is one
-/// per-CPU allocation, freed through its first tag's counters.
-const COUNTER_CHUNK: usize = 256;
-
-/// Gives every tag of `seg` zeroed per-CPU counters; `ENOMEM` (and none)
-/// without memory.
-///
-/// # Safety
-///
-/// `seg`'s tags are valid and used by nobody else (not yet live).
-unsafe fn alloc_counters(seg: &Segment) -> Result {
-    let mut i = 0;
-    while i < seg.len {
-        let n = COUNTER_CHUNK.min(seg.len - i);
-        // SAFETY: the helper's only requirement is a context that may
-        // sleep, which every caller is (module load, a work item, the
-        // initcall). The area is zeroed, and charged to the helper's own
-        // row like any other allocation.
-        let chunk = unsafe {
-            bindings::alloc_tag_alloc_counters(n * size_of::<bindings::alloc_tag_counters>())
-        }
-        .cast::<bindings::alloc_tag_counters>();
-        if chunk.is_null() {
-            // SAFETY: the first `i` tags got counters above.
-            unsafe { free_counters(seg, i) };
-            return Err(ENOMEM);
-        }
-        // Per-node correction pairs, with per-node attribution on.
-        let pairs = match node::alloc_pairs(n) {
-            Ok(p) => p,
-            Err(e) => {
-                // SAFETY: the chunk was just allocated and never used; the
-                // first `i` tags got counters above.
-                unsafe {
-                    bindings::free_percpu(chunk.cast());
-                    free_counters(seg, i);
-                }
-                return Err(e);
-            }
+        let mods = self.modules();
+        mods.as_mut_slice()[idx..].rotate_left(1);
+        let last = mods.len() - 1;
+        // SAFETY: `last` is initialised, and the length drops below it before
+        // anything else reads the vector, so the segment is moved out once.
+        let seg = unsafe {
+            mods.set_len(last);
+            core::ptr::read(mods.as_ptr().add(last))
         };
-        for j in 0..n {
-            // SAFETY: tag `i + j` is valid and unused (caller); a per-CPU
-            // pointer to element `j` of the chunk is the chunk's plus `j`.
-            unsafe { (*seg.start.add(i + j)).counters = chunk.wrapping_add(j) };
-            if let Some(p) = pairs {
-                // SAFETY: as above; the pairs are for `n` tags.
-                unsafe { node::set_pairs(seg.start.add(i + j), p, j) };
-            }
-        }
-        i += n;
-    }
-    Ok(())
-}
-
-/// Frees the counters of the first `count` tags of `seg`.
-///
-/// # Safety
-///
-/// Those tags got their counters from [`alloc_counters`], and nothing uses
-/// them any more.
-unsafe fn free_counters(seg: &Segment, count: usize) {
-    for i in (0..count).step_by(COUNTER_CHUNK) {
-        // SAFETY: tag `i` is the first of a chunk (caller).
-        unsafe {
-            let tag = seg.start.add(i);
-            bindings::free_percpu((*tag).counters.cast());
-            (*tag).counters = core::ptr::null_mut();
-            node::free_pairs(tag);
-        }
+        // INVARIANT: out of the registry just now; a module's, never live or
+        // drained (checked above, under the write lock: with the module's
+        // code gone nothing charges its tags again, and arming needs the
+        // read lock).
+        Some(Removed(Some(seg)))
     }
 }
 
@@ -434,10 +379,10 @@ unsafe fn free_counters(seg: &Segment, count: usize) {
 ///
 /// # Invariants
 ///
-/// The segment is a module's and out of the registry, so no reader finds
-/// its tags any more; if it was ever live, it is drained (only frees in
-/// flight may still touch its counters).
-struct Removed(Segment);
+/// The segment (`Some` until freed) is a module's and out of the registry,
+/// so no reader finds its tags any more; if it was ever live, it is drained
+/// (only frees in flight may still touch its counters).
+struct Removed(Option<Segment>);
 
 impl Held for Removed {}
 
@@ -445,155 +390,109 @@ impl Removed {
     /// Frees `segs` with one wait for the frees in flight, calling `each`
     /// on every segment after the wait, just before it is freed.
     fn free_all<const N: usize>(segs: [Option<Removed>; N], mut each: impl FnMut(&Removed)) {
-        wait_for_frees_in_flight();
-        for r in segs.into_iter().flatten() {
+        let past = wait_for_frees_in_flight();
+        for mut r in segs.into_iter().flatten() {
             each(&r);
-            let seg = r.0;
-            core::mem::forget(r);
-            // SAFETY: out of the registry and drained (invariant), and the
-            // frees in flight are over (the wait above).
-            unsafe { release(seg) };
+            r.free(&past);
         }
+    }
+
+    /// Frees what the segment holds, once the frees in flight are `_past`
+    /// it.
+    fn free(&mut self, _past: &FreesPast) {
+        let Some(seg) = self.0.take() else {
+            return;
+        };
+        if seg.state != SegmentState::Placed {
+            // SAFETY: a live or detached segment got all its counters at
+            // once; out of the registry and drained (invariant), and no
+            // free is in flight on it any more (`_past`).
+            unsafe { tag_mem::take_counters(seg.tags(&*self), _past) };
+            if let Some(base) = seg.page_ids {
+                super::compressed::release_module_ids(base, seg.span.len);
+            }
+        }
+        // The copied strings, then the tag area.
+        drop(seg);
     }
 }
 
 impl Drop for Removed {
     fn drop(&mut self) {
-        // Placed tags were never live: nothing can be touching them.
-        if self.0.state != SegmentState::Placed {
-            wait_for_frees_in_flight();
-        }
-        // SAFETY: out of the registry and drained (invariant), and no free
-        // is in flight on it any more (never live, or the wait above).
-        unsafe { release(self.0) };
-    }
-}
-
-/// Frees everything a module segment holds: counters, page-tag indexes,
-/// copied strings and the tag area.
-///
-/// # Safety
-///
-/// `seg` is out of the registry, and nothing uses its tags: none was ever
-/// live, or it was drained and a tasks-RCU grace period passed since.
-unsafe fn release(seg: Segment) {
-    if seg.state != SegmentState::Placed {
-        // SAFETY: live and detached segments got all their counters.
-        unsafe { free_counters(&seg, seg.len) };
-        if let Some(base) = seg.page_ids {
-            super::compressed::release_module_ids(base, seg.len);
+        let Some(state) = self.0.as_ref().map(|seg| seg.state) else {
+            return;
+        };
+        if state == SegmentState::Placed {
+            // Never live: nothing can be touching the tags, and they have
+            // nothing but their tag area.
+            self.0 = None;
+        } else {
+            let past = wait_for_frees_in_flight();
+            self.free(&past);
         }
     }
-    let (buf, cap) = seg.strings;
-    if !buf.is_null() {
-        // SAFETY: the parts of a `KVVec<u8>` taken apart in `copy_strings`.
-        drop(unsafe { KVVec::<u8>::from_raw_parts(buf, 0, cap) });
-    }
-    // SAFETY: the tag area came from `execmem_alloc()`.
-    unsafe { bindings::execmem_free(seg.start.cast()) };
 }
 
-/// Waits until every CPU that might still be between the two counter
-/// updates of a free (even if preempted there) is past them.
-fn wait_for_frees_in_flight() {
-    // SAFETY: the grace-period wait only needs a context that may sleep
-    // with no lock held that a freeing task could wait for: callers hold
-    // none of the core's locks here (module load and unload, open()).
-    unsafe { bindings::alloc_tag_synchronize_rcu_tasks() };
-}
-
-/// The module's name.
-///
-/// # Safety
-///
-/// `module` is a live module.
-unsafe fn module_name<'a>(module: *mut bindings::module) -> &'a CStr {
-    // SAFETY: `name` is a NUL-terminated array of a live module (caller).
-    unsafe { CStr::from_char_ptr((*module).name.as_ptr()) }
-}
-
-/// Points the strings of `seg`'s tags at copies owned by the segment, so
-/// that they outlive the module. Without memory for them, at placeholders.
-///
-/// # Safety
-///
-/// `seg` is in the registry, which `w` holds for writing, and its module is
-/// still in memory.
-unsafe fn copy_strings(w: &WriteGuard, seg: &mut Segment) {
-    let tags = seg.tags(w);
-    let fields = |i: usize| {
-        let ct = tags[i].codetag();
-        // SAFETY: `ct` is a valid tag of the segment.
-        unsafe {
-            [
-                core::ptr::addr_of_mut!((*ct).modname),
-                core::ptr::addr_of_mut!((*ct).function),
-                core::ptr::addr_of_mut!((*ct).filename),
-            ]
-        }
-    };
+/// Points the strings of `span`'s tags at copies, returned for the segment
+/// to own, so that they outlive the module; without memory for them, at
+/// placeholders. `w` holds the registry for writing, and the module is
+/// still in memory (the loader calls its hooks before freeing it).
+fn copy_strings(w: &WriteGuard, span: Span) -> Option<KVVec<u8>> {
+    let tags = span.tags(w);
     // Consecutive tags mostly share module and file: copy a string again
     // only when it is not the same one as the previous tag's.
     let mut total = 0;
-    let mut last = [core::ptr::null(); 3];
-    for i in 0..seg.len {
-        for (k, f) in fields(i).into_iter().enumerate() {
-            // SAFETY: `f` is a field of a valid tag.
-            let p = unsafe { *f };
-            if !p.is_null() && p != last[k] {
-                // SAFETY: a tag's strings are NUL-terminated strings of the
-                // module, which is still in memory (caller).
-                total += unsafe { CStr::from_char_ptr(p) }.len() + 1;
-                last[k] = p;
+    let mut last: [*const u8; 3] = [core::ptr::null(); 3];
+    for tag in tags {
+        for (k, name) in tag.names().into_iter().enumerate() {
+            if let Some(name) = name.filter(|n| n.as_char_ptr().cast() != last[k]) {
+                total += name.len() + 1;
+                last[k] = name.as_char_ptr().cast();
             }
         }
     }
-    let Ok(buf) = KVVec::<u8>::with_capacity(total, GFP_KERNEL) else {
+    let Ok(mut buf) = KVVec::<u8>::with_capacity(total, GFP_KERNEL) else {
         pr_warn!(
             "alloc_tag: no memory to keep the names of {} tags of an unloaded module\n",
-            seg.len
+            tags.len()
         );
-        for i in 0..seg.len {
-            let [m, f, file] = fields(i);
-            // SAFETY: fields of valid tags, written under the write lock
-            // (caller), which every reader of the strings holds for reading.
-            unsafe {
-                *m = c_str!("(unloaded)").as_char_ptr();
-                *f = c_str!("?").as_char_ptr();
-                *file = c_str!("?").as_char_ptr();
-            }
+        let placeholders =
+            [c_str!("(unloaded)"), c_str!("?"), c_str!("?")].map(|s| s.as_char_ptr().cast());
+        for tag in tags {
+            // SAFETY: `w` holds the registry for writing; static strings.
+            unsafe { tag.set_names(placeholders) };
         }
-        return;
+        return None;
     };
-    let (base, _, cap) = buf.into_raw_parts();
-    let mut off = 0;
-    let mut last = [core::ptr::null(); 3];
-    let mut copy = [core::ptr::null(); 3];
-    for i in 0..seg.len {
-        for (k, f) in fields(i).into_iter().enumerate() {
-            // SAFETY: `f` is a field of a valid tag.
-            let p = unsafe { *f };
-            if p.is_null() {
+    // `buf` never grows past the capacity reserved above, so its bytes
+    // never move and the copies' addresses stay valid while it lives.
+    let base = buf.as_ptr();
+    let mut last: [*const u8; 3] = [core::ptr::null(); 3];
+    let mut copy: [*const u8; 3] = [core::ptr::null(); 3];
+    for tag in tags {
+        let mut names = [core::ptr::null(); 3];
+        for (k, name) in tag.names().into_iter().enumerate() {
+            let Some(name) = name else {
                 continue;
-            }
-            if p != last[k] {
-                // SAFETY: as in the first pass; the same strings are met in
-                // the same order, so they fit in the `total` bytes.
-                let bytes = unsafe { CStr::from_char_ptr(p) }.as_bytes_with_nul();
-                // SAFETY: `off + bytes.len() <= total <= cap` (first pass).
-                unsafe {
-                    core::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(off), bytes.len())
+            };
+            if name.as_char_ptr().cast() != last[k] {
+                last[k] = name.as_char_ptr().cast();
+                let off = buf.len();
+                copy[k] = match buf.extend_from_slice(name.as_bytes_with_nul(), GFP_KERNEL) {
+                    // The same strings in the same order as the first pass:
+                    // within the capacity, no reallocation.
+                    Ok(()) if buf.as_ptr() == base => base.wrapping_add(off),
+                    _ => c_str!("?").as_char_ptr().cast(),
                 };
-                last[k] = p;
-                // SAFETY: within the buffer.
-                copy[k] = unsafe { base.add(off) }.cast_const().cast();
-                off += bytes.len();
             }
-            // SAFETY: as for the placeholders above.
-            unsafe { *f = copy[k] };
+            names[k] = copy[k];
         }
+        // SAFETY: `w` holds the registry for writing; the copies live in
+        // `buf`, which the segment owns from here until it is freed, after
+        // its last reader.
+        unsafe { tag.set_names(names) };
     }
-    seg.strings = (base, cap);
+    Some(buf)
 }
 
 /// Detaches the module segment at `idx` from its module, which is going
@@ -601,13 +500,12 @@ unsafe fn copy_strings(w: &WriteGuard, seg: &mut Segment) {
 /// caller to drop (which frees it) once the lock is released; otherwise it
 /// stays, reported, with copied strings.
 fn detach(w: &mut WriteGuard, idx: usize) -> Option<Removed> {
-    let mut seg = w.modules()[idx];
     CONTENT_ID.fetch_add(1, Ordering::Release);
-    if seg.drained(w) {
-        // SAFETY: a module's segment (callers), drained.
-        return unsafe { w.remove(idx) };
+    if let Some(gone) = w.remove(idx) {
+        return Some(gone);
     }
-    for tag in seg.tags(w) {
+    let span = w.modules().get(idx)?.span;
+    for tag in span.tags(w) {
         let c = tag.read();
         if c.bytes == 0 && c.calls == 0 {
             continue;
@@ -622,12 +520,11 @@ fn detach(w: &mut WriteGuard, idx: usize) -> Option<Removed> {
             c.calls
         );
     }
-    // SAFETY: the lock is held for writing and the module is still in
-    // memory (callers run before the loader frees it).
-    unsafe { copy_strings(w, &mut seg) };
-    seg.module = core::ptr::null_mut();
+    let names = copy_strings(w, span);
+    let seg = &mut w.modules()[idx];
+    seg.names = names;
+    seg.module = ModuleId::NONE;
     seg.state = SegmentState::Detached;
-    w.modules()[idx] = seg;
     DETACHED_SEGMENTS.fetch_add(1, Ordering::Relaxed);
     None
 }
@@ -648,7 +545,7 @@ pub(super) fn reclaim() {
             }
             drop(w);
             if freed != 0 {
-                wait_for_frees_in_flight();
+                let _past = wait_for_frees_in_flight();
                 (h.free_unlisted)();
             }
         }
@@ -662,14 +559,14 @@ pub(super) fn reclaim() {
             };
             let mut idx = 0;
             while idx < w.modules().len() && n < BATCH {
-                let seg = w.modules()[idx];
-                if seg.state == SegmentState::Detached && seg.drained(&w) {
-                    // SAFETY: a detached segment is a module's; drained.
-                    batch[n] = unsafe { w.remove(idx) };
-                    CONTENT_ID.fetch_add(1, Ordering::Release);
-                    n += 1;
-                } else {
-                    idx += 1;
+                let detached = w.modules()[idx].state == SegmentState::Detached;
+                match detached.then(|| w.remove(idx)).flatten() {
+                    Some(gone) => {
+                        batch[n] = Some(gone);
+                        CONTENT_ID.fetch_add(1, Ordering::Release);
+                        n += 1;
+                    }
+                    None => idx += 1,
                 }
             }
         }
@@ -677,7 +574,7 @@ pub(super) fn reclaim() {
             return;
         }
         Removed::free_all(batch, |r| {
-            let tags = r.0.tags(r);
+            let tags = r.0.as_ref().map_or(&[][..], |seg| seg.tags(r));
             pr_info!(
                 "alloc_tag: freed the tag area of unloaded module {} ({} tags)\n",
                 tags.first()
@@ -693,23 +590,18 @@ pub(super) fn reclaim() {
     }
 }
 
-/// The compressed page-tag indexes of the `len` tags from `start`, which
-/// are going live (a module loaded, or with `block` a block added), if they
-/// get any.
+/// The compressed page-tag indexes of `span`'s tags, which are going live
+/// (a module loaded, or a block added), if they get any. `_w` shows the
+/// registry held for writing, which serialises the index table's writers.
 ///
 /// # Safety
 ///
-/// `start..start + len` are valid tags that stay so until their indexes are
-/// given back, nothing charged to them yet; `_w` shows the registry held
-/// for writing, which serialises the index table's writers.
-unsafe fn assign_ids(
-    _w: &WriteGuard,
-    start: *mut bindings::alloc_tag,
-    len: usize,
-    block: bool,
-) -> Option<u32> {
-    // SAFETY: the caller's contract, which is `assign_module_ids()`'s.
-    unsafe { super::compressed::assign_module_ids(start, len, block) }
+/// `span`'s tags have nothing charged yet.
+unsafe fn assign_ids(_w: &WriteGuard, span: Span) -> Option<u32> {
+    // SAFETY: valid tags (`Span`'s invariant) that stay so until their
+    // indexes are given back ([`Removed::free`]), nothing charged yet
+    // (caller): `assign_module_ids()`'s contract.
+    unsafe { super::compressed::assign_module_ids(span.start.as_ptr(), span.len, span.sparse) }
 }
 
 /// Adds a block of `len` tags from `start` to the walk, with zeroed
@@ -723,32 +615,34 @@ unsafe fn assign_ids(
 /// `start..start + len` are zeroed tags that stay allocated for good and
 /// that nothing else uses yet.
 pub(crate) unsafe fn add_block(start: *mut bindings::alloc_tag, len: usize) -> Result {
-    let mut seg = Segment {
-        module: core::ptr::null_mut(),
+    let start = NonNull::new(start).ok_or(EINVAL)?;
+    // INVARIANT: the tags stay allocated for good (caller).
+    let span = Span {
         start,
         len,
-        page_ids: None,
-        state: SegmentState::Live,
-        strings: (core::ptr::null_mut(), 0),
         sparse: true,
     };
-    // SAFETY: the tags are unused (caller).
-    unsafe { alloc_counters(&seg) }?;
     let Some(mut w) = WriteGuard::new() else {
-        // SAFETY: the counters were just allocated and never used.
-        unsafe { free_counters(&seg, len) };
         return Err(ENODEV);
     };
-    if w.modules().reserve(1, GFP_KERNEL).is_err() {
-        drop(w);
-        // SAFETY: as above.
-        unsafe { free_counters(&seg, len) };
-        return Err(ENOMEM);
-    }
-    // SAFETY: the tags are unused (caller) and stay for good.
-    seg.page_ids = unsafe { assign_ids(&w, start, len, true) };
+    w.modules().reserve(1, GFP_KERNEL)?;
+    // SAFETY: the tags are unused (caller); the write lock is held only to
+    // keep them from readers until they have counters.
+    unsafe { tag_mem::give_counters(span.tags(&w)) }?;
+    // SAFETY: nothing is charged to the tags yet (caller).
+    let page_ids = unsafe { assign_ids(&w, span) };
     // Cannot fail: room was reserved above.
-    let _ = w.modules().push(seg, GFP_KERNEL);
+    let _ = w.modules().push(
+        Segment {
+            module: ModuleId::NONE,
+            span,
+            page_ids,
+            state: SegmentState::Live,
+            area: None,
+            names: None,
+        },
+        GFP_KERNEL,
+    );
     CONTENT_ID.fetch_add(1, Ordering::Release);
     Ok(())
 }
@@ -762,32 +656,29 @@ pub(crate) fn assign_missing_ids() {
         return;
     };
     for i in 0..w.modules().len() {
-        let seg = w.modules()[i];
-        if seg.sparse && seg.page_ids.is_none() {
-            // SAFETY: the block's tags are valid for good; indexes are
-            // only set in their flags, atomically.
-            let ids = unsafe { assign_ids(&w, seg.start, seg.len, true) };
+        let seg = &w.modules()[i];
+        if seg.span.sparse && seg.page_ids.is_none() {
+            let span = seg.span;
+            // SAFETY: a block's tags; only the indexes' own overflow row
+            // counted their pages so far, and indexes are set in their
+            // flags atomically.
+            let ids = unsafe { assign_ids(&w, span) };
             w.modules()[i].page_ids = ids;
         }
     }
 }
 
-/// The tag area for a module's `alloc_tags` section of `size` bytes and
+/// The tag area for `module`'s `alloc_tags` section of `size` bytes and
 /// alignment `align`: the loader copies the section there and relocates
 /// the module against it. `EINVAL` for a section that is no whole number of
 /// tags or wants more than page alignment, `ENODEV` before the profiler is
 /// set up, `EEXIST` for a second section, `ENOMEM` without memory.
-///
-/// # Safety
-///
-/// `module` is a module being loaded.
-pub(crate) unsafe fn place_module(
-    module: *mut bindings::module,
+pub(crate) fn place_module(
+    module: HookModule<'_>,
     size: usize,
     align: usize,
 ) -> Result<NonNull<c_void>> {
-    // SAFETY: a module being loaded (caller).
-    let name = unsafe { module_name(module) };
+    let name = module.name();
     if size % size_of::<bindings::alloc_tag>() != 0 || align > crate::page::PAGE_SIZE {
         pr_err!(
             "alloc_tag: module {}: bad alloc_tags section ({} bytes, alignment {})\n",
@@ -804,71 +695,67 @@ pub(crate) unsafe fn place_module(
         );
         return Err(ENODEV);
     };
-    if w.modules().iter().any(|s| s.module == module) {
+    if w.modules().iter().any(|s| s.module == module.id()) {
         pr_err!(
             "alloc_tag: module {} has more than one alloc_tags section\n",
             name
         );
         return Err(EEXIST);
     }
-    // SAFETY: `execmem_alloc()` needs a context that may sleep, which
-    // module loading is; it returns NULL or `size` bytes, page aligned.
-    let area = unsafe { bindings::execmem_alloc(bindings::execmem_type_EXECMEM_MODULE_DATA, size) };
-    let area = NonNull::new(area).ok_or(ENOMEM)?;
-    // SAFETY: `area` has `size` bytes.
-    unsafe { core::ptr::write_bytes(area.as_ptr().cast::<u8>(), 0, size) };
-    let seg = Segment {
-        module,
-        start: area.as_ptr().cast(),
-        len: size / size_of::<bindings::alloc_tag>(),
-        page_ids: None,
-        state: SegmentState::Placed,
-        strings: (core::ptr::null_mut(), 0),
+    let area = TagArea::new(size / size_of::<bindings::alloc_tag>())?;
+    let start = area.as_ptr();
+    // INVARIANT: the area's tags, owned by the segment until it is freed.
+    let span = Span {
+        start: area.start(),
+        len: area.len(),
         sparse: false,
     };
-    if w.modules().push(seg, GFP_KERNEL).is_err() {
-        // SAFETY: just allocated, not handed out.
-        unsafe { bindings::execmem_free(area.as_ptr()) };
-        return Err(ENOMEM);
-    }
-    Ok(area)
+    // Without memory the area goes with the segment.
+    w.modules().push(
+        Segment {
+            module: module.id(),
+            span,
+            page_ids: None,
+            state: SegmentState::Placed,
+            area: Some(area),
+            names: None,
+        },
+        GFP_KERNEL,
+    )?;
+    Ok(start)
 }
 
 /// Gives the placed tags of a relocated `module` their counters and
 /// reports them; `ENOMEM` without memory, which fails the load (and the
 /// failed load's [`drop_module`] frees the tag area). Nothing to do before
-/// [`init`] or for a module without tags.
-///
-/// # Safety
-///
-/// `module` is a module being loaded whose code has not run.
-pub(crate) unsafe fn module_live(module: *mut bindings::module) -> Result {
+/// [`init`] or for a module without tags. The module's code has not run.
+pub(crate) fn module_live(module: HookModule<'_>) -> Result {
     let Some(mut w) = WriteGuard::new() else {
         return Ok(());
     };
     let Some(idx) = w
         .modules()
         .iter()
-        .position(|s| s.module == module && s.state == SegmentState::Placed)
+        .position(|s| s.module == module.id() && s.state == SegmentState::Placed)
     else {
         return Ok(());
     };
-    let mut seg = w.modules()[idx];
-    // SAFETY: placed tags are seen by nobody but this hook.
-    if let Err(e) = unsafe { alloc_counters(&seg) } {
+    let span = w.modules()[idx].span;
+    // SAFETY: placed tags are seen by nobody but the loader, which is here
+    // (the module's code has not run), and have no counters.
+    if let Err(e) = unsafe { tag_mem::give_counters(span.tags(&w)) } {
         pr_err!(
             "alloc_tag: module {}: no memory for the counters of its {} tags\n",
-            // SAFETY: a module being loaded (caller).
-            unsafe { module_name(module) },
-            seg.len
+            module.name(),
+            span.len
         );
         return Err(e);
     }
-    // SAFETY: the module's tags, not yet used (its code has not run), in
-    // its tag area until the segment is released.
-    seg.page_ids = unsafe { assign_ids(&w, seg.start, seg.len, false) };
+    // SAFETY: the module's code has not run: nothing charged to its tags.
+    let page_ids = unsafe { assign_ids(&w, span) };
+    let seg = &mut w.modules()[idx];
+    seg.page_ids = page_ids;
     seg.state = SegmentState::Live;
-    w.modules()[idx] = seg;
     CONTENT_ID.fetch_add(1, Ordering::Release);
     Ok(())
 }
@@ -876,20 +763,19 @@ pub(crate) unsafe fn module_live(module: *mut bindings::module) -> Result {
 /// Detaches what `module` has in the registry: the tags of a module being
 /// unloaded, or whatever a failed load left. Tags with allocations still
 /// charged stay reported, with copies of their strings; the rest is freed.
-/// May sleep.
-pub(crate) fn drop_module(module: *mut bindings::module) {
+/// May sleep. The module is still in memory.
+pub(crate) fn drop_module(module: HookModule<'_>) {
     let Some(mut w) = WriteGuard::new() else {
         return;
     };
-    if hooks().is_some_and(|h| (h.module_gone)(module)) {
+    if hooks().is_some_and(|h| (h.module_gone)(module.as_ptr())) {
         CONTENT_ID.fetch_add(1, Ordering::Release);
     }
-    let Some(idx) = w.modules().iter().position(|s| s.module == module) else {
+    let Some(idx) = w.modules().iter().position(|s| s.module == module.id()) else {
         return;
     };
     let gone = if w.modules()[idx].state == SegmentState::Placed {
-        // SAFETY: a module's segment, placed: never live.
-        unsafe { w.remove(idx) }
+        w.remove(idx)
     } else {
         detach(&mut w, idx)
     };

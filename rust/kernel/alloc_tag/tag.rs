@@ -454,6 +454,35 @@ impl AllocTag {
         }
     }
 
+    /// The names as [`AllocTag::names_raw`] orders them (module, function,
+    /// file), each `None` where C has NULL; valid as for the `&CStr`
+    /// accessors.
+    pub(crate) fn names(&self) -> [Option<&CStr>; 3] {
+        self.names_raw().map(|p| {
+            // SAFETY: a non-NULL name of a valid tag is a NUL-terminated
+            // string valid while the registry can be read (invariant).
+            (!p.is_null()).then(|| unsafe { CStr::from_char_ptr(p.cast()) })
+        })
+    }
+
+    /// Points the tag's names (module, function, file) at `names`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the registry for writing (every reader of the names
+    /// holds it for reading), and each non-NULL name is a NUL-terminated
+    /// string that outlives every reader of the tag.
+    pub(crate) unsafe fn set_names(&self, names: [*const u8; 3]) {
+        let ct = self.codetag();
+        // SAFETY: fields of a valid tag (invariant), written with no reader
+        // (caller).
+        unsafe {
+            (*ct).modname = names[0].cast();
+            (*ct).function = names[1].cast();
+            (*ct).filename = names[2].cast();
+        }
+    }
+
     /// The module name, `None` for code built into vmlinux.
     pub fn module_name(&self) -> Option<&CStr> {
         // SAFETY: `modname` of a valid tag, NULL or a string (invariant).
