@@ -35,9 +35,12 @@
 
 use super::keys::StaticKey;
 use super::parse::{parse_boot_value, parse_page_bits, BootMode};
-use crate::ffi::{c_char, c_int, c_void};
-use crate::{bindings, c_str, pr_err, types::Opaque};
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use crate::error::{
+    code::{EACCES, EINVAL, EPERM},
+    Result,
+};
+use crate::pr_err;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 const ENABLED_BY_DEFAULT: bool = cfg!(CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT);
 
@@ -134,115 +137,41 @@ pub(super) fn page_bits_param(bytes: &[u8]) {
     }
 }
 
-/// `0` and `1`, the bounds of a `vm.mem_profiling` write.
-static ZERO_ONE: [c_int; 2] = [0, 1];
-
-/// The `vm.mem_profiling` handler: `proc_do_static_key()`'s checks and
-/// parsing, with [`switch`] for the keys, but for the boot-time write and
-/// the writes the mode forbids (see the module documentation).
-///
-/// # Safety
-///
-/// Called by the sysctl core with its arguments: `table` is the entry,
-/// `buffer`, `lenp` and `ppos` as the sysctl core passes them to
-/// `proc_dointvec_minmax()`.
-unsafe extern "C" fn proc_mem_profiling(
-    table: *const bindings::ctl_table,
-    write: c_int,
-    buffer: *mut c_void,
-    lenp: *mut usize,
-    ppos: *mut bindings::loff_t,
-) -> c_int {
-    if write != 0 {
-        // SAFETY: `current` is always a valid task; its `mm` is only
-        // compared with NULL.
-        if unsafe { (*bindings::get_current()).mm }.is_null() {
-            return 0;
-        }
-        if !profiling_supported() {
-            return crate::error::code::EINVAL.to_errno();
-        }
-        if cfg!(CONFIG_MEM_ALLOC_PROFILING_DEBUG) {
-            return crate::error::code::EACCES.to_errno();
-        }
-        // SAFETY: `capable()` may be called from any process context.
-        if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) } {
-            return crate::error::code::EPERM.to_errno();
-        }
+/// What a write to `vm.mem_profiling` may do, asked before its value is
+/// parsed: `Ok(true)` parse it and [`sysctl_written`], `Ok(false)` succeed
+/// doing nothing (the boot-time write, from a task without `mm`), or the
+/// error. `capable` says whether the writer has `CAP_SYS_ADMIN`; it is
+/// asked last, as `proc_do_static_key()` asks it, so that a refusal for
+/// the mode logs no capability check.
+pub(super) fn sysctl_may_write(has_mm: bool, capable: impl FnOnce() -> bool) -> Result<bool> {
+    if !has_mm {
+        return Ok(false);
     }
-    let mut val = c_int::from(profiling_enabled());
-    let tmp = bindings::ctl_table {
-        // SAFETY: `table` is the valid entry the sysctl core passed.
-        procname: unsafe { (*table).procname },
-        data: core::ptr::addr_of_mut!(val).cast::<c_void>(),
-        maxlen: core::mem::size_of::<c_int>() as c_int,
-        // SAFETY: as above.
-        mode: unsafe { (*table).mode },
-        proc_handler: None,
-        poll: core::ptr::null_mut(),
-        extra1: ZERO_ONE.as_ptr().cast_mut().cast::<c_void>(),
-        extra2: ZERO_ONE[1..].as_ptr().cast_mut().cast::<c_void>(),
-    };
-    // SAFETY: `tmp` points at `val`, a `c_int` that outlives the call, with
-    // the bounds `proc_dointvec_minmax()` only reads; the other arguments
-    // are the caller's.
-    let ret = unsafe { bindings::proc_dointvec_minmax(&tmp, write, buffer, lenp, ppos) };
-    if write != 0 && ret == 0 {
-        switch(val != 0);
+    if !profiling_supported() {
+        return Err(EINVAL);
     }
-    ret
+    if cfg!(CONFIG_MEM_ALLOC_PROFILING_DEBUG) {
+        return Err(EACCES);
+    }
+    if !capable() {
+        return Err(EPERM);
+    }
+    Ok(true)
 }
 
-/// The value `/proc/sys/vm/mem_profiling_compressed` shows, set at init
-/// before the table is registered and never changed after.
-static COMPRESSED_SYSCTL: AtomicI32 = AtomicI32::new(0);
+/// The value `vm.mem_profiling` reads: whether profiling counts now.
+pub(super) fn sysctl_value() -> bool {
+    profiling_enabled()
+}
 
-/// The `vm` sysctl table: `mem_profiling` and `mem_profiling_compressed`.
-#[repr(transparent)]
-struct SysctlTable(Opaque<[bindings::ctl_table; 2]>);
+/// A write of `vm.mem_profiling` that [`sysctl_may_write`] allowed parsed
+/// as `on`.
+pub(super) fn sysctl_written(on: bool) {
+    switch(on);
+}
 
-// SAFETY: written only by `sysctl_init()` (the mode and the data pointer),
-// before the table is registered and so before anything else reads it.
-unsafe impl Sync for SysctlTable {}
-
-static SYSCTL: SysctlTable = SysctlTable(Opaque::new([
-    bindings::ctl_table {
-        procname: c"mem_profiling".as_ptr().cast::<c_char>(),
-        // The handler keeps its state in the static keys.
-        data: core::ptr::null_mut(),
-        maxlen: 0,
-        mode: 0o644,
-        proc_handler: Some(proc_mem_profiling),
-        poll: core::ptr::null_mut(),
-        extra1: core::ptr::null_mut(),
-        extra2: core::ptr::null_mut(),
-    },
-    bindings::ctl_table {
-        procname: c"mem_profiling_compressed".as_ptr().cast::<c_char>(),
-        // Set to `COMPRESSED_SYSCTL` by `sysctl_init()`.
-        data: core::ptr::null_mut(),
-        maxlen: core::mem::size_of::<c_int>() as c_int,
-        mode: 0o444,
-        proc_handler: Some(bindings::proc_dointvec),
-        poll: core::ptr::null_mut(),
-        extra1: core::ptr::null_mut(),
-        extra2: core::ptr::null_mut(),
-    },
-]));
-
-/// Registers the `vm` sysctls; `compressed` says whether page tags are
-/// indexes in `page->flags` in this boot. Called once, from the initcall.
-pub(crate) fn sysctl_init(compressed: bool) {
-    let compressed = profiling_supported() && compressed;
-    COMPRESSED_SYSCTL.store(c_int::from(compressed), Ordering::Relaxed);
-    let table = SYSCTL.0.get().cast::<bindings::ctl_table>();
-    // SAFETY: not yet registered, so nothing else reads the table; entry 1
-    // is inside the two-entry array. `proc_dointvec` only reads the `c_int`
-    // behind `data` through a 0444 entry; the static lives for ever.
-    unsafe { (*table.add(1)).data = COMPRESSED_SYSCTL.as_ptr().cast::<c_void>() };
-    // SAFETY: the table and its strings are static; two entries.
-    let header = unsafe { bindings::register_sysctl_sz(c_str!("vm").as_char_ptr(), table, 2) };
-    if header.is_null() {
-        pr_err!("alloc_tag: cannot register vm.mem_profiling\n");
-    }
+/// Whether `vm.mem_profiling_compressed` reads 1: page tags are indexes in
+/// `page->flags` (`compressed`) and profiling is not `never`.
+pub(super) fn compressed_sysctl_value(compressed: bool) -> bool {
+    profiling_supported() && compressed
 }

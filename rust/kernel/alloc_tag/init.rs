@@ -23,7 +23,7 @@
 use super::compressed::{self, Store};
 use super::hook_module::HookModule;
 use super::registry::{self, Hooks};
-use super::{control, report, rust_sites};
+use super::{control, report, rust_sites, sysctl};
 use crate::{
     bindings,
     error::Result,
@@ -61,7 +61,7 @@ pub(super) fn initcall() -> c_int {
         // that may sleep (it allocates with GFP_KERNEL): an initcall is both.
         unsafe { bindings::pcpu_alloc_tag_init_boot_chunks() };
     }
-    control::sysctl_init(compressed::store() == Store::Compressed);
+    sysctl::init(compressed::store() == Store::Compressed);
     report::procfs_init();
     #[cfg(CONFIG_DEBUG_FS)]
     report::nodes_view::init();

@@ -28,8 +28,8 @@
 //! 2. [`tag`]: the tag type, its per-CPU counters and code tag fields, and
 //!    where vmlinux's tags are.
 //! 3. State and stores: [`control`] (the static key, whether profiling is
-//!    supported, `sysctl.vm.mem_profiling=` and `/proc/sys/vm/mem_profiling`),
-//!    [`tag_ref`] (an object's tag reference; `__alloc_tag_add()` and
+//!    supported, `sysctl.vm.mem_profiling=` and what the sysctl reads and
+//!    lets a write do), [`tag_ref`] (an object's tag reference; `__alloc_tag_add()` and
 //!    `__alloc_tag_sub()`), [`compressed`] (page tags as indexes in
 //!    `page->flags`, the store chosen once at boot), and with
 //!    `MEM_ALLOC_PROFILING_CAPTURE` `record` (capture's record path: the
@@ -49,7 +49,8 @@
 //!    of Rust call sites, found from the caller's `#[track_caller]` location
 //!    by `kernel::alloc`), [`ioctl`]
 //!    (the `ALLOCINFO_IOC_*` ioctls), [`report`] (`/proc/allocinfo` and the
-//!    top users for `show_mem()`).
+//!    top users for `show_mem()`), [`sysctl`] (the `vm` sysctls' table and
+//!    handler over [`control`]).
 //! 6. [`init`]: the profiler's initcall and the module loader's hooks, which
 //!    set the others up, load and unload modules, in order, and give the
 //!    registry its hooks.
@@ -116,6 +117,7 @@ mod registry;
 mod report;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
 mod rust_sites;
+mod sysctl;
 mod tag;
 mod tag_mem;
 mod tag_ref;
