@@ -30,9 +30,9 @@
 //! 3. State and stores: [`control`] (the static key, whether profiling is
 //!    supported, `sysctl.vm.mem_profiling=` and what the sysctl reads and
 //!    lets a write do), [`tag_ref`] (an object's tag reference;
-//!    `__alloc_tag_add()` and `__alloc_tag_sub()`), [`compressed`] (page tags as indexes in
-//!    `page->flags`, the store chosen once at boot), and with
-//!    `MEM_ALLOC_PROFILING_CAPTURE` `record` (capture's record path: the
+//!    `__alloc_tag_add()` and `__alloc_tag_sub()`), [`compressed`] (page
+//!    tags as indexes in `page->flags`, the store chosen once at boot), and
+//!    with `MEM_ALLOC_PROFILING_CAPTURE` `record` (capture's record path: the
 //!    armed sites' state, the record pool, the capturing entry points;
 //!    without the option `no_capture` stands in for it and `capture`);
 //!    then [`node`] (per-node attribution: the corrections of a tag's
