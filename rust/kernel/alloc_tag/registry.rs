@@ -591,16 +591,17 @@ pub(super) fn reclaim() {
 }
 
 /// The compressed page-tag indexes of `span`'s tags, which are going live
-/// (a module loaded, or a block added), if they get any. `_w` shows the
-/// registry held for writing, which serialises the index table's writers.
-///
-/// # Safety
-///
-/// `span`'s tags have nothing charged yet.
-unsafe fn assign_ids(_w: &WriteGuard, span: Span) -> Option<u32> {
+/// (a module loaded, or a block added), given `ids`, the ones they have:
+/// those, or new ones if they get any. `_w` shows the registry held for
+/// writing, which serialises the index table's writers.
+fn assign_ids(_w: &WriteGuard, span: Span, ids: Option<u32>) -> Option<u32> {
+    if ids.is_some() {
+        return ids;
+    }
     // SAFETY: valid tags (`Span`'s invariant) that stay so until their
-    // indexes are given back ([`Removed::free`]), nothing charged yet
-    // (caller): `assign_module_ids()`'s contract.
+    // indexes are given back (`Removed::free()` does so before the tag area
+    // goes; a block stays for good), with no index yet (`ids`):
+    // `assign_module_ids()`'s contract.
     unsafe { super::compressed::assign_module_ids(span.start.as_ptr(), span.len, span.sparse) }
 }
 
@@ -629,8 +630,7 @@ pub(crate) unsafe fn add_block(start: *mut bindings::alloc_tag, len: usize) -> R
     // SAFETY: the tags are unused (caller); the write lock is held only to
     // keep them from readers until they have counters.
     unsafe { tag_mem::give_counters(span.tags(&w)) }?;
-    // SAFETY: nothing is charged to the tags yet (caller).
-    let page_ids = unsafe { assign_ids(&w, span) };
+    let page_ids = assign_ids(&w, span, None);
     // Cannot fail: room was reserved above.
     let _ = w.modules().push(
         Segment {
@@ -656,13 +656,9 @@ pub(crate) fn assign_missing_ids() {
         return;
     };
     for i in 0..w.modules().len() {
-        let seg = &w.modules()[i];
-        if seg.span.sparse && seg.page_ids.is_none() {
-            let span = seg.span;
-            // SAFETY: a block's tags; only the indexes' own overflow row
-            // counted their pages so far, and indexes are set in their
-            // flags atomically.
-            let ids = unsafe { assign_ids(&w, span) };
+        let (span, ids) = (w.0[i].span, w.0[i].page_ids);
+        if span.sparse {
+            let ids = assign_ids(&w, span, ids);
             w.modules()[i].page_ids = ids;
         }
     }
@@ -751,8 +747,7 @@ pub(crate) fn module_live(module: HookModule<'_>) -> Result {
         );
         return Err(e);
     }
-    // SAFETY: the module's code has not run: nothing charged to its tags.
-    let page_ids = unsafe { assign_ids(&w, span) };
+    let page_ids = assign_ids(&w, span, None);
     let seg = &mut w.modules()[idx];
     seg.page_ids = page_ids;
     seg.state = SegmentState::Live;
