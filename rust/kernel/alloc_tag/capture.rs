@@ -69,7 +69,7 @@
 use super::record::{
     fill_pool, free_pool, Control, Guard, Site, LOCKS_READY, MAX_RECORDS, MAX_SITES, POOL_MIN,
 };
-use super::{registry, AllocTag};
+use super::{capture_c, registry, AllocTag};
 use crate::{
     bindings,
     error::{code::*, Result},
@@ -227,8 +227,7 @@ fn arm(spec: &Spec<'_>) -> Result {
             st.armed == 1
         };
         if first {
-            // SAFETY: process context, the control mutex held.
-            unsafe { bindings::alloc_tag_capture_calls(true) };
+            capture_c::set_capturing_calls(true);
         }
         // Only now: the calls reach the capturing versions.
         t.set_capture_armed(true);
@@ -278,8 +277,7 @@ fn disarm_where(c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize {
         // SAFETY: from `KBox::into_raw()` in `arm()`, unpublished above.
         drop(unsafe { KBox::from_raw(site) });
         if last {
-            // SAFETY: process context, the control mutex held.
-            unsafe { bindings::alloc_tag_capture_calls(false) };
+            capture_c::set_capturing_calls(false);
             free_pool(c);
         }
         n += 1;
@@ -376,15 +374,7 @@ fn show(seq: &SeqFile) -> Result {
         for b in stacks.iter() {
             let _ = writeln!(l, "  stack bytes:{} calls:{}", b.bytes, b.calls);
             l.emit(seq);
-            let st = b.stack();
-            // SAFETY: `seq` is being shown; `st` holds `st.len()` addresses.
-            unsafe {
-                bindings::alloc_tag_capture_show_stack(
-                    seq.as_raw(),
-                    st.as_ptr().cast(),
-                    st.len() as u32,
-                )
-            };
+            capture_c::show_stack(seq, b.stack());
         }
         if s.other.calls != 0 || s.other.bytes != 0 {
             let _ = writeln!(l, "  other bytes:{} calls:{}", s.other.bytes, s.other.calls);
@@ -491,16 +481,6 @@ static CAPTURE_FOPS: SingleFileOps<Report> = SingleFileOps::new();
 
 /// Creates the control and report file (the profiler's initcall).
 pub(crate) fn init() {
-    // SAFETY: a static name and static operations; debugfs is up at subsys
-    // initcalls. Its result is not checked (the debugfs convention): without
-    // the file capture is never armed.
-    unsafe {
-        bindings::debugfs_create_file(
-            c"allocinfo_capture".as_ptr().cast(),
-            0o600,
-            null_mut(),
-            null_mut(),
-            CAPTURE_FOPS.as_ptr(),
-        )
-    };
+    // Without the file capture is never armed.
+    capture_c::create_debugfs_file(crate::c_str!("allocinfo_capture"), 0o600, &CAPTURE_FOPS);
 }

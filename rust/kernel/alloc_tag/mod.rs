@@ -23,7 +23,9 @@
 //!    [`demangle`] (Rust symbol names), [`layout`] (Rust's view of the C
 //!    structs checked against C's at compile time), [`hook_page`] (the pages
 //!    and folios a page hook's caller owns), [`keys`] (the static keys C
-//!    defines); per-CPU and seq_file access are the crate's
+//!    defines), with `MEM_ALLOC_PROFILING_CAPTURE` `capture_c` (capture's C
+//!    calls: the stack, its printing, the static calls, the refill, the
+//!    control file); per-CPU and seq_file access are the crate's
 //!    [`crate::percpu`] and [`crate::seq_file`].
 //! 2. [`tag`]: the tag type, its per-CPU counters and code tag fields, and
 //!    where vmlinux's tags are.
@@ -88,6 +90,8 @@
 // without the test hooks nothing reaches them from outside.
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 mod capture;
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+mod capture_c;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
 mod compressed;
 mod control;

@@ -21,6 +21,7 @@
 //! but NMI).
 
 use super::{
+    capture_c::{self, FRAMES},
     tag_ref::{TagRef, REF_RECORD},
     AllocTag,
 };
@@ -61,8 +62,6 @@ const CAPTURE_FRAMES: u32 = 3;
 
 /// Set in a tag reference holding a [`Record`]'s address.
 const FLAG_RECORD: usize = REF_RECORD;
-
-pub(super) const FRAMES: usize = bindings::ALLOC_TAG_CAPTURE_FRAMES as usize;
 
 /// Live bytes and calls of one stack of an armed site.
 #[derive(Clone, Copy)]
@@ -374,18 +373,10 @@ unsafe fn record_add(
     tag: *mut bindings::alloc_tag,
     bytes: usize,
 ) -> bool {
-    let mut entries = MaybeUninit::<[usize; FRAMES]>::uninit();
-    let mut n = 0u32;
-    // SAFETY: `entries` is valid for writes of `FRAMES` addresses, `n` for
-    // one. The stack starts at the hook: this function, the entry point and
-    // the helper are left out.
-    unsafe {
-        bindings::alloc_tag_capture_stack(entries.as_mut_ptr().cast(), &mut n, CAPTURE_FRAMES)
-    };
-    // SAFETY: the helper stored the first `n` (at most `FRAMES`) addresses.
-    let stack = unsafe {
-        core::slice::from_raw_parts(entries.as_ptr().cast::<usize>(), (n as usize).min(FRAMES))
-    };
+    let mut entries = MaybeUninit::uninit();
+    // The stack starts at the hook: this function, the entry point and the
+    // helper are left out.
+    let stack = capture_c::save_stack(&mut entries, CAPTURE_FRAMES);
     let mut g = Guard::lock();
     let st = g.state();
     // Disarmed meanwhile: charged as usual.
@@ -429,8 +420,7 @@ unsafe fn record_add(
     };
     drop(g);
     if refill {
-        // SAFETY: no preconditions; callable from any context but NMI.
-        unsafe { bindings::alloc_tag_capture_queue_refill() };
+        capture_c::queue_refill();
     }
     recorded
 }
