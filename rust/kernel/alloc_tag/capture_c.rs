@@ -6,8 +6,10 @@
 //!
 //! C: [`lib/alloc_tag_capture.c`](srctree/lib/alloc_tag_capture.c)
 //!
-//! The C calls of capture's record path and of its control file are here,
-//! so [`super::record`] and [`super::capture`] need no `unsafe` for them.
+//! Every `bindings::` call of capture's record path and of its control file
+//! is here, so [`super::record`] and [`super::capture`] stay safe code. The
+//! record pool's chunks are allocated and freed by their owner,
+//! [`super::record_pool`].
 
 use crate::{
     bindings,

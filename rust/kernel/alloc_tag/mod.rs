@@ -34,9 +34,10 @@
 //!    [`tag_ref`] (an object's tag reference; `__alloc_tag_add()` and
 //!    `__alloc_tag_sub()`), [`compressed`] (page tags as indexes in
 //!    `page->flags`, the store chosen once at boot), and with
-//!    `MEM_ALLOC_PROFILING_CAPTURE` `record` (capture's record path: the
-//!    armed sites' state, the record pool, the capturing entry points;
-//!    without the option `no_capture` stands in for it and `capture`);
+//!    `MEM_ALLOC_PROFILING_CAPTURE` `record_pool` (capture's records, their
+//!    chunks and lists) and `record` (capture's record path: the armed
+//!    sites' state, the pool's refill, the capturing entry points; without
+//!    the option `no_capture` stands in for it and `capture`);
 //!    then [`node`] (per-node attribution: the corrections of a tag's
 //!    nodes, and a tag read per node).
 //! 4. [`registry`]: the tags of vmlinux, of each module and of each block of
@@ -112,6 +113,8 @@ mod page;
 mod parse;
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 mod record;
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+mod record_pool;
 #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_CAPTURE))]
 use no_capture::{capture, record};
 mod registry;
