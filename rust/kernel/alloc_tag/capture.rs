@@ -58,18 +58,19 @@
 //! pool refill; serialises the static call updates) -> the capture spinlock
 //! (raw, irqsave; taken from the allocator hooks in any context but NMI).
 //!
-//! [`Record`]: super::record::Record
-//! [`FLAG_RECORD`]: super::record::FLAG_RECORD
+//! [`Record`]: super::record_pool
+//! [`FLAG_RECORD`]: super::tag_ref::REF_RECORD
 //! [`record_tag`]: super::record::record_tag
 //! [`release`]: super::record::release
 //! [`MAX_RECORDS`]: super::record::MAX_RECORDS
 //! [`MAX_STACKS`]: super::record::MAX_STACKS
-//! [`CHUNK_RECORDS`]: super::record::CHUNK_RECORDS
+//! [`CHUNK_RECORDS`]: super::record_pool::CHUNK_RECORDS
 
 use super::record::{
-    fill_pool, free_pool, Control, Guard, Site, LOCKS_READY, MAX_RECORDS, MAX_SITES, POOL_MIN,
+    fill_pool, free_pool, Control, Guard, Site, Stacks, LOCKS_READY, MAX_RECORDS, MAX_SITES,
+    POOL_MIN,
 };
-use super::{registry, AllocTag};
+use super::{capture_c, registry, AllocTag};
 use crate::{
     bindings,
     error::{code::*, Result},
@@ -77,8 +78,8 @@ use crate::{
     seq_file::{SeqFile, SingleFile, SingleFileOps, SingleShow},
     uaccess::UserSliceReader,
 };
+use core::fmt::Write;
 use core::sync::atomic::Ordering;
-use core::{fmt::Write, ptr::null_mut};
 
 /// Which tags a control command names.
 struct Spec<'a> {
@@ -138,15 +139,6 @@ impl<'a> Spec<'a> {
     }
 }
 
-/// A zeroed [`Site`] (no tag, no records, empty buckets), built in place:
-/// it is a few KiB.
-fn new_site() -> Result<KBox<Site>> {
-    let site = KBox::<Site>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
-    // SAFETY: all-zero is a valid `Site`: NULL pointers, zero counts, and
-    // buckets with no stack.
-    Ok(unsafe { site.assume_init() })
-}
-
 /// Arms every tag `spec` names.
 ///
 /// All or nothing: more sites than there are free slots, or no memory for
@@ -187,9 +179,9 @@ fn arm(spec: &Spec<'_>) -> Result {
         return Ok(());
     }
     // Then every allocation arming needs, before anything is armed.
-    let mut sites: [Option<KBox<Site>>; MAX_SITES] = [const { None }; MAX_SITES];
-    for slot in sites.iter_mut().take(new) {
-        *slot = Some(new_site()?);
+    let mut stacks: [Option<KBox<Stacks>>; MAX_SITES] = [const { None }; MAX_SITES];
+    for slot in stacks.iter_mut().take(new) {
+        *slot = Some(Stacks::new()?);
     }
     if armed == 0 {
         if let Err(e) = fill_pool(&c, POOL_MIN) {
@@ -200,35 +192,34 @@ fn arm(spec: &Spec<'_>) -> Result {
     // Second pass: arm them. The registry and the control mutex have been
     // held since the first, so the same `new` tags match and their slots
     // are free.
-    let mut next = sites.iter_mut().filter_map(Option::take);
+    let mut next = stacks.iter_mut().filter_map(Option::take);
     let mut pos = 0;
     while let Some((p, t)) = reg.next_from(pos) {
         pos = p + 1;
         if !spec.matches(t) || t.capture_armed() {
             continue;
         }
-        let Some(site) = next.next() else {
+        let Some(stacks) = next.next() else {
             break;
         };
-        let site = KBox::into_raw(site);
-        // SAFETY: ours, not yet published.
-        unsafe { (*site).tag = t.as_raw() };
+        // SAFETY: `t` is armed below, before the record path can find the
+        // site (it looks only at armed tags; the registry and the control
+        // mutex are held until then), and stays armed until a disarm takes
+        // the site out.
+        let site = unsafe { Site::new(t, stacks) };
         let first = {
             let mut g = Guard::lock();
             let st = g.state();
-            let Some(i) = st.sites.iter().position(|s| s.is_null()) else {
+            let Some(slot) = st.sites.iter_mut().find(|s| s.is_none()) else {
                 drop(g);
-                // SAFETY: from `KBox::into_raw()` above, never published.
-                drop(unsafe { KBox::from_raw(site) });
                 break;
             };
-            st.sites[i] = site;
+            *slot = Some(site);
             st.armed += 1;
             st.armed == 1
         };
         if first {
-            // SAFETY: process context, the control mutex held.
-            unsafe { bindings::alloc_tag_capture_calls(true) };
+            capture_c::set_capturing_calls(true);
         }
         // Only now: the calls reach the capturing versions.
         t.set_capture_armed(true);
@@ -245,41 +236,31 @@ fn disarm_where(c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize {
     loop {
         let mut g = Guard::lock();
         let st = g.state();
-        let Some(i) = st.sites.iter().position(|&s| {
-            // SAFETY: live sites under the lock; an armed tag is valid.
-            !s.is_null() && pick(unsafe { AllocTag::from_raw((*s).tag) })
-        }) else {
+        let Some(i) = st
+            .sites
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| pick(s.tag())))
+        else {
             break;
         };
-        let site = st.sites[i];
-        st.sites[i] = null_mut();
+        let Some(site) = st.sites.get_mut(i).and_then(Option::take) else {
+            break;
+        };
         st.armed -= 1;
         let last = st.armed == 0;
-        // SAFETY: the site was armed until now and is ours; its records are
-        // linked in it and their objects live (a free takes the lock and
-        // finds its reference rewritten). Each record goes back to the
-        // pool once its object's reference holds the tag again.
-        unsafe {
-            let s = &mut *site;
-            let t = AllocTag::from_raw(s.tag);
-            t.set_capture_armed(false);
-            // Taken by copy and cleared (raw pointers have no `Default`
-            // before Rust 1.88, so no `mem::take` on Debian 13's rustc).
-            let mut r = s.records;
-            s.records = null_mut();
-            while !r.is_null() {
-                let next = (*r).next;
-                (*(*r).ref_).ct = t.codetag();
-                st.push_record(r);
-                r = next;
-            }
-        }
+        let tag = site.tag();
+        tag.set_capture_armed(false);
+        // Each record goes back to the pool once its object's reference
+        // holds the tag again: the objects are freed later as any other (a
+        // free takes the lock and finds its reference rewritten). The tag
+        // is not freed meanwhile: its live objects, whose records are
+        // given back here under the lock, keep its area.
+        st.pool.release_site(i, tag.codetag());
         drop(g);
-        // SAFETY: from `KBox::into_raw()` in `arm()`, unpublished above.
-        drop(unsafe { KBox::from_raw(site) });
+        // The site's stacks are freed outside the spinlock.
+        drop(site);
         if last {
-            // SAFETY: process context, the control mutex held.
-            unsafe { bindings::alloc_tag_capture_calls(false) };
+            capture_c::set_capturing_calls(false);
             free_pool(c);
         }
         n += 1;
@@ -326,38 +307,33 @@ impl SingleShow for Report {
 fn show(seq: &SeqFile) -> Result {
     let reg = registry::read().ok_or(ENODEV)?;
     let _c = Control::lock();
-    // Copies of the armed sites, taken under the lock and printed after.
-    let mut snaps = KVec::<KBox<Site>>::with_capacity(MAX_SITES, GFP_KERNEL)?;
+    // Copies of the armed sites, taken under the lock and printed after
+    // (the control mutex keeps their tags armed).
+    let mut copies = KVec::<KBox<Stacks>>::with_capacity(MAX_SITES, GFP_KERNEL)?;
     for _ in 0..MAX_SITES {
-        snaps.push(new_site()?, GFP_KERNEL)?;
+        copies.push(Stacks::new()?, GFP_KERNEL)?;
     }
-    let mut nsnaps = 0;
+    let mut tags: [Option<&'static AllocTag>; MAX_SITES] = [None; MAX_SITES];
     let live = {
         let mut g = Guard::lock();
         let st = g.state();
-        for &s in st.sites.iter().filter(|s| !s.is_null()) {
-            // SAFETY: a live site under the lock, copied as plain data into
-            // a site of ours (whose records pointer is never followed).
-            unsafe { core::ptr::copy_nonoverlapping(s, &mut *snaps[nsnaps], 1) };
-            nsnaps += 1;
+        let slots = tags.iter_mut().zip(copies.iter_mut());
+        for (s, (tag, copy)) in st.sites.iter().flatten().zip(slots) {
+            *tag = Some(s.tag());
+            **copy = *s.stacks;
         }
         st.live()
     };
-    let snaps = &mut snaps[..nsnaps];
+    let nsnaps = tags.iter().flatten().count();
     let mut l = Line::new();
     let _ = writeln!(
         l,
         "# allocinfo capture 1.0: {} of {} sites armed, {} of {} records live",
-        snaps.len(),
-        MAX_SITES,
-        live,
-        MAX_RECORDS
+        nsnaps, MAX_SITES, live, MAX_RECORDS
     );
     l.emit(seq);
-    for s in snaps.iter_mut() {
-        // SAFETY: armed while the control mutex is held, so live; its
-        // strings are valid while the registry is held.
-        let t = unsafe { AllocTag::from_raw(s.tag) };
+    for (&t, s) in tags.iter().flatten().zip(copies.iter_mut()) {
+        // Its strings are valid while the registry is held.
         let c = t.read();
         let _ = write!(l, "site {}:{} func:{}", t.file(), t.line(), t.function());
         if let Some(m) = t.module_name() {
@@ -376,15 +352,7 @@ fn show(seq: &SeqFile) -> Result {
         for b in stacks.iter() {
             let _ = writeln!(l, "  stack bytes:{} calls:{}", b.bytes, b.calls);
             l.emit(seq);
-            let st = b.stack();
-            // SAFETY: `seq` is being shown; `st` holds `st.len()` addresses.
-            unsafe {
-                bindings::alloc_tag_capture_show_stack(
-                    seq.as_raw(),
-                    st.as_ptr().cast(),
-                    st.len() as u32,
-                )
-            };
+            capture_c::show_stack(seq, b.stack());
         }
         if s.other.calls != 0 || s.other.bytes != 0 {
             let _ = writeln!(l, "  other bytes:{} calls:{}", s.other.bytes, s.other.calls);
@@ -491,16 +459,6 @@ static CAPTURE_FOPS: SingleFileOps<Report> = SingleFileOps::new();
 
 /// Creates the control and report file (the profiler's initcall).
 pub(crate) fn init() {
-    // SAFETY: a static name and static operations; debugfs is up at subsys
-    // initcalls. Its result is not checked (the debugfs convention): without
-    // the file capture is never armed.
-    unsafe {
-        bindings::debugfs_create_file(
-            c"allocinfo_capture".as_ptr().cast(),
-            0o600,
-            null_mut(),
-            null_mut(),
-            CAPTURE_FOPS.as_ptr(),
-        )
-    };
+    // Without the file capture is never armed.
+    capture_c::create_debugfs_file(crate::c_str!("allocinfo_capture"), 0o600, &CAPTURE_FOPS);
 }

@@ -360,7 +360,9 @@ unsafe extern "C" fn __pgalloc_tag_swap(
 ///
 /// # Safety
 ///
-/// As [`record::add`].
+/// As `__alloc_tag_add()`: `ref_` is the tag reference of the object being
+/// allocated, never NULL, which no one else writes meanwhile; `tag` is NULL
+/// or a tag in an `alloc_tags` section.
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 #[no_mangle]
 unsafe extern "C" fn __alloc_tag_add_capture(
@@ -368,20 +370,22 @@ unsafe extern "C" fn __alloc_tag_add_capture(
     tag: *mut bindings::alloc_tag,
     bytes: usize,
 ) {
-    // SAFETY: the caller keeps the contract of `record::add`.
-    unsafe { record::add(ref_, tag, bytes) }
+    // SAFETY: the caller's contract: an object's reference, NULL or a tag.
+    let (r, tag) = unsafe { (TagRef::from_raw(ref_), AllocTag::from_nullable(tag)) };
+    record::add(r, tag, bytes)
 }
 
 /// `alloc_tag_sub` while a site is armed for capture. See [`record::sub`].
 ///
 /// # Safety
 ///
-/// As [`record::sub`].
+/// As `__alloc_tag_sub()`: `ref_` is the tag reference of the object being
+/// freed, never NULL, which no one else writes meanwhile.
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 #[no_mangle]
 unsafe extern "C" fn __alloc_tag_sub_capture(ref_: *mut bindings::codetag_ref, bytes: usize) {
-    // SAFETY: the caller keeps the contract of `record::sub`.
-    unsafe { record::sub(ref_, bytes) }
+    // SAFETY: the caller's contract: an object's reference.
+    record::sub(unsafe { TagRef::from_raw(ref_) }, bytes)
 }
 
 /// The irq_work that refills capture's record pool. See [`record::refill`].

@@ -23,7 +23,9 @@
 //!    [`demangle`] (Rust symbol names), [`layout`] (Rust's view of the C
 //!    structs checked against C's at compile time), [`hook_page`] (the pages
 //!    and folios a page hook's caller owns), [`keys`] (the static keys C
-//!    defines); per-CPU and seq_file access are the crate's
+//!    defines), with `MEM_ALLOC_PROFILING_CAPTURE` `capture_c` (capture's C
+//!    calls: the stack, its printing, the static calls, the refill, the
+//!    control file); per-CPU and seq_file access are the crate's
 //!    [`crate::percpu`] and [`crate::seq_file`].
 //! 2. [`tag`]: the tag type, its per-CPU counters and code tag fields, and
 //!    where vmlinux's tags are.
@@ -32,8 +34,9 @@
 //!    lets a write do), [`tag_ref`] (an object's tag reference;
 //!    `__alloc_tag_add()` and `__alloc_tag_sub()`), [`compressed`] (page
 //!    tags as indexes in `page->flags`, the store chosen once at boot), and
-//!    with `MEM_ALLOC_PROFILING_CAPTURE` `record` (capture's record path: the
-//!    armed sites' state, the record pool, the capturing entry points;
+//!    with `MEM_ALLOC_PROFILING_CAPTURE` `record_pool` (capture's records,
+//!    their chunks and lists) and `record` (capture's record path: the
+//!    armed sites' state, the pool's refill, the capturing entry points;
 //!    without the option `no_capture` stands in for it and `capture`);
 //!    then [`node`] (per-node attribution: the corrections of a tag's
 //!    nodes, and a tag read per node), then [`tag_mem`] (a module's tag
@@ -90,6 +93,8 @@
 // without the test hooks nothing reaches them from outside.
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 mod capture;
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+mod capture_c;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
 mod compressed;
 mod control;
@@ -111,6 +116,8 @@ mod page;
 mod parse;
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 mod record;
+#[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+mod record_pool;
 #[cfg(not(CONFIG_MEM_ALLOC_PROFILING_CAPTURE))]
 use no_capture::{capture, record};
 mod registry;

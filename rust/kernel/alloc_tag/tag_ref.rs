@@ -148,17 +148,22 @@ impl TagRef {
     pub(super) fn raw(&self) -> *mut bindings::codetag {
         self.get()
     }
+
+    /// Stores a raw value taken from another reference with [`TagRef::raw`],
+    /// or (capture) a record's address or the code tag that replaces it.
+    #[cfg(any(
+        CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT,
+        CONFIG_MEM_ALLOC_PROFILING_CAPTURE
+    ))]
+    #[inline(always)]
+    pub(super) fn set_raw(&self, ct: *mut bindings::codetag) {
+        self.set(ct);
+    }
 }
 
 /// What only page tags in `page_ext` do with a reference.
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_PAGE_EXT)]
 impl TagRef {
-    /// Stores a raw value taken from another reference with [`TagRef::raw`].
-    #[inline(always)]
-    pub(super) fn set_raw(&self, ct: *mut bindings::codetag) {
-        self.set(ct);
-    }
-
     /// Records `tag` for one more piece of a split allocation (one more call).
     #[inline(always)]
     pub(super) fn charge_piece(&self, tag: &AllocTag) {
