@@ -66,13 +66,13 @@
 //! [`MAX_STACKS`]: super::record::MAX_STACKS
 //! [`CHUNK_RECORDS`]: super::record_pool::CHUNK_RECORDS
 
+use super::hook_module::HookModule;
 use super::record::{
     fill_pool, free_pool, Control, Guard, Site, Stacks, LOCKS_READY, MAX_RECORDS, MAX_SITES,
     POOL_MIN,
 };
 use super::{capture_c, registry, AllocTag};
 use crate::{
-    bindings,
     error::{code::*, Result},
     prelude::*,
     seq_file::{SeqFile, SingleFile, SingleFileOps, SingleShow},
@@ -269,14 +269,10 @@ fn disarm_where(c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize {
 }
 
 /// Module unload: disarms the sites of `module`, whose tags may go once
-/// their allocations are freed.
-///
-/// # Safety
-///
-/// `module` is a module being unloaded, its tags still valid.
-pub(crate) unsafe fn module_unload(module: *mut bindings::module) {
-    // SAFETY: the module's name is a NUL-terminated array (caller).
-    let name = unsafe { CStr::from_char_ptr((*module).name.as_ptr()) };
+/// their allocations are freed. The loader holds the module, its tags still
+/// in place.
+pub(crate) fn module_unload(module: HookModule<'_>) {
+    let name = module.name();
     // The registry keeps the armed tags' strings still while they are read.
     let Some(_reg) = registry::read() else {
         return;

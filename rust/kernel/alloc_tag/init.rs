@@ -136,9 +136,7 @@ pub(super) fn load_module(module: HookModule<'_>) -> Result {
 pub(super) fn free_module_sections(module: HookModule<'_>) {
     // Its tags were live from `codetag_load_module()` on, so they may
     // have been armed meanwhile (while `parse_args()` ran its code, say).
-    // SAFETY: the loader holds the module, whose tags are still in place
-    // (they go with `drop_module()` below).
-    unsafe { super::capture::module_unload(module.as_ptr()) };
+    super::capture::module_unload(module);
     registry::drop_module(module);
 }
 
@@ -152,9 +150,7 @@ pub(super) fn unload_module(module: HookModule<'_>) {
     // with no RCU read lock held, which module unload is.
     unsafe { bindings::alloc_tag_kvfree_rcu_barrier() };
     // Armed sites of the module first: their tags may go once drained.
-    // SAFETY: the loader holds the module, whose tags are still in place
-    // (they go with `drop_module()` below).
-    unsafe { super::capture::module_unload(module.as_ptr()) };
+    super::capture::module_unload(module);
     registry::drop_module(module);
     registry::reclaim();
 }

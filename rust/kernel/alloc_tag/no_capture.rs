@@ -9,16 +9,13 @@
 
 /// Arming, disarming and the report: nothing to set up or to drop.
 pub(super) mod capture {
-    use crate::bindings;
+    use crate::alloc_tag::hook_module::HookModule;
 
     #[inline(always)]
     pub(crate) fn init() {}
 
-    /// # Safety
-    ///
-    /// None needed; the signature is capture's.
     #[inline(always)]
-    pub(crate) unsafe fn module_unload(_module: *mut bindings::module) {}
+    pub(crate) fn module_unload(_module: HookModule<'_>) {}
 }
 
 /// The record path: no locks, no records.
