@@ -71,7 +71,7 @@ use super::record::{
     fill_pool, free_pool, Control, Guard, Site, Stacks, LOCKS_READY, MAX_RECORDS, MAX_SITES,
     POOL_MIN,
 };
-use super::{capture_c, registry, AllocTag};
+use super::{capture_c, registry, tag::HeldTag, AllocTag};
 use crate::{
     error::{code::*, Result},
     prelude::*,
@@ -120,7 +120,7 @@ impl<'a> Spec<'a> {
         Ok(spec)
     }
 
-    fn matches(&self, t: &AllocTag) -> bool {
+    fn matches(&self, t: &HeldTag) -> bool {
         if let Some(f) = self.file {
             if t.file().as_bytes() != f || t.line() != self.line {
                 return false;
@@ -230,8 +230,13 @@ fn arm(spec: &Spec<'_>) -> Result {
 /// Disarms the armed sites `pick` selects; returns how many. The last
 /// disarm frees the record pool.
 ///
-/// The control mutex must be held.
-fn disarm_where(c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize {
+/// The control mutex must be held; `reg`, the registry held for reading,
+/// keeps the names `pick` reads.
+fn disarm_where(
+    reg: &registry::ReadGuard,
+    c: &Control,
+    mut pick: impl FnMut(&HeldTag) -> bool,
+) -> usize {
     let mut n = 0;
     loop {
         let mut g = Guard::lock();
@@ -239,7 +244,7 @@ fn disarm_where(c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize {
         let Some(i) = st
             .sites
             .iter()
-            .position(|s| s.as_ref().is_some_and(|s| pick(s.tag())))
+            .position(|s| s.as_ref().is_some_and(|s| pick(reg.held(s.tag()))))
         else {
             break;
         };
@@ -274,11 +279,11 @@ fn disarm_where(c: &Control, mut pick: impl FnMut(&AllocTag) -> bool) -> usize {
 pub(crate) fn module_unload(module: HookModule<'_>) {
     let name = module.name();
     // The registry keeps the armed tags' strings still while they are read.
-    let Some(_reg) = registry::read() else {
+    let Some(reg) = registry::read() else {
         return;
     };
     let c = Control::lock();
-    let n = disarm_where(&c, |t| {
+    let n = disarm_where(&reg, &c, |t| {
         t.module_name()
             .is_some_and(|m| m.as_bytes() == name.as_bytes())
     });
@@ -329,7 +334,8 @@ fn show(seq: &SeqFile) -> Result {
     );
     l.emit(seq);
     for (&t, s) in tags.iter().flatten().zip(copies.iter_mut()) {
-        // Its strings are valid while the registry is held.
+        // Its names stay while the registry is held.
+        let t = reg.held(t);
         let c = t.read();
         let _ = write!(l, "site {}:{} func:{}", t.file(), t.line(), t.function());
         if let Some(m) = t.module_name() {
@@ -423,14 +429,15 @@ fn run(text: &[u8]) -> Result {
         Some(b"disarm") => {
             let mut rest = words.clone();
             if rest.next() == Some(b"all") && rest.next().is_none() {
+                let reg = registry::read().ok_or(ENODEV)?;
                 let c = Control::lock();
-                disarm_where(&c, |_| true);
+                disarm_where(&reg, &c, |_| true);
                 return Ok(());
             }
             let spec = Spec::parse(&mut words)?;
-            let _reg = registry::read().ok_or(ENODEV)?;
+            let reg = registry::read().ok_or(ENODEV)?;
             let c = Control::lock();
-            if disarm_where(&c, |t| spec.matches(t)) == 0 {
+            if disarm_where(&reg, &c, |t| spec.matches(t)) == 0 {
                 return Err(ENOENT);
             }
             Ok(())

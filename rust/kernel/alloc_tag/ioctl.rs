@@ -44,7 +44,7 @@
 //! from a zeroed buffer, as `allocinfo_counter` has padding that a struct
 //! built in Rust would leave undefined.
 
-use super::{node, registry, tag::AllocTag};
+use super::{node, registry, tag::HeldTag};
 use crate::{
     alloc::{flags::GFP_KERNEL, KVec},
     bindings,
@@ -227,12 +227,12 @@ impl Criteria {
     /// Whether `tag` passes: every tag for the empty filter, inline, else
     /// [`Criteria::matches`].
     #[inline(always)]
-    fn passes(&self, tag: &AllocTag) -> bool {
+    fn passes(&self, tag: &HeldTag) -> bool {
         self.mask == 0 || self.matches(tag)
     }
 
     /// Whether `tag` passes; reads its counters only for a size criterion.
-    fn matches(&self, tag: &AllocTag) -> bool {
+    fn matches(&self, tag: &HeldTag) -> bool {
         let m = self.mask;
         if m == 0 {
             return true;
@@ -408,7 +408,7 @@ fn record_name(out: &mut [u8; size_of::<TagData>()], off: usize) -> Option<&mut 
 
 /// Writes `tag`'s `allocinfo_counter` at byte `k` of `out`, every byte of
 /// it (the padding zero).
-fn fill_counter(out: &mut [u8], k: usize, tag: &AllocTag) {
+fn fill_counter(out: &mut [u8], k: usize, tag: &HeldTag) {
     let c = tag.read();
     put_u64(out, k + offset_of!(Counter, bytes), c.bytes as u64);
     put_u64(out, k + offset_of!(Counter, calls), c.calls);
@@ -423,14 +423,14 @@ fn fill_counter(out: &mut [u8], k: usize, tag: &AllocTag) {
 /// Writes `tag`'s `allocinfo_tag_data` into `out`, every byte of it (the
 /// padding zero): field by field, so that no byte is written twice and
 /// each store is inline.
-fn fill(out: &mut [u8; size_of::<TagData>()], tag: &AllocTag) {
+fn fill(out: &mut [u8; size_of::<TagData>()], tag: &HeldTag) {
     let t = offset_of!(TagData, tag);
     let [modname, function, filename] = tag.names_raw();
     // Field by field, not a loop over them: at `-Os` the loop stays a loop
     // with an iterator's bookkeeping per name.
     if let Some(dst) = record_name(out, t + offset_of!(Tag, modname)) {
-        // SAFETY: the tag's names are strings while the registry can be
-        // read, which the caller's guard ensures.
+        // SAFETY: NULL or strings that stay while `tag` is borrowed
+        // (`HeldTag`), which is longer than this call.
         unsafe { put_name(dst, modname) };
     }
     if let Some(dst) = record_name(out, t + offset_of!(Tag, function)) {
@@ -492,7 +492,7 @@ impl RecordKind {
     /// Writes the record of `tag`, whose id is `id`, into `out` (at least
     /// `size()` bytes: `put_u64()` writes nothing past its end), every
     /// byte of its `size()`.
-    fn fill(self, out: &mut [u8], tag: &AllocTag, id: usize) {
+    fn fill(self, out: &mut [u8], tag: &HeldTag, id: usize) {
         match self {
             RecordKind::Counters => {
                 put_u64(out, offset_of!(CounterRecord, tag_id), id as u64);
@@ -580,7 +580,7 @@ fn find<'g>(
     mut from: usize,
     c: &Criteria,
     mut skip: u64,
-) -> Option<(usize, &'g AllocTag)> {
+) -> Option<(usize, &'g HeldTag)> {
     while let Some((idx, tag)) = guard.next_from(from) {
         if c.passes(tag) {
             if skip == 0 {
@@ -697,7 +697,7 @@ impl NodePart {
 
     /// Writes `tag`'s nodes into record `out` of `kind`, and the row read in
     /// the same pass over its counter, so that the nodes add up to it.
-    fn fill(&mut self, out: &mut [u8], kind: RecordKind, tag: &AllocTag) {
+    fn fill(&mut self, out: &mut [u8], kind: RecordKind, tag: &HeldTag) {
         let row = node::read(tag, &mut self.scratch);
         let c = kind.counter_offset();
         put_u64(out, c + offset_of!(Counter, bytes), row.bytes as u64);

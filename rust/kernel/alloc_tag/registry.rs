@@ -22,7 +22,7 @@
 //! the [`Hooks`] given to [`init`].
 
 use super::hook_module::{HookModule, ModuleId};
-use super::tag::{vmlinux_tags, AllocTag};
+use super::tag::{vmlinux_tags, AllocTag, HeldTag};
 use super::tag_mem::{self, wait_for_frees_in_flight, FreesPast, TagArea};
 use crate::{
     alloc::flags::GFP_KERNEL,
@@ -91,7 +91,13 @@ enum SegmentState {
 /// ([`ReadGuard`]), the write lock ([`WriteGuard`]), or a segment taken out
 /// and not yet freed ([`Removed`]). Tags borrowed from a [`Segment`] are
 /// borrowed from the hold.
-trait Held {}
+///
+/// # Safety
+///
+/// While a value of an implementing type lives, the registry is held (for
+/// reading or writing), or the value owns a segment taken out of it: the
+/// tags it reaches and their names stay in place.
+unsafe trait Held {}
 
 /// A run of `len` consecutive tags from `start`, and whether all of them are
 /// reported: vmlinux's section, a module's tag area, or a block of Rust
@@ -113,16 +119,25 @@ struct Span {
 }
 
 impl Span {
-    /// The span's tags, borrowed from the hold that keeps them.
-    fn tags<'h>(self, _held: &'h impl Held) -> &'h [AllocTag] {
+    /// The span's tags, borrowed from the hold that keeps them, to count
+    /// with.
+    fn raw_tags<'h>(self, _held: &'h impl Held) -> &'h [AllocTag] {
         // SAFETY: `len` valid tags from `start` while `_held` lives
         // (invariant); `AllocTag` is a transparent wrapper of `alloc_tag`.
         unsafe { core::slice::from_raw_parts(self.start.as_ptr().cast::<AllocTag>(), self.len) }
     }
 
+    /// The span's tags with their names, borrowed from the hold that keeps
+    /// them.
+    fn tags<'h>(self, held: &'h impl Held) -> &'h [HeldTag] {
+        // SAFETY: `held` keeps the registry held, or owns the segment, for
+        // `'h` (`Held`).
+        unsafe { HeldTag::from_tags(self.raw_tags(held)) }
+    }
+
     /// The tags to report: all of them, but for a block only those that
     /// name a file.
-    fn reported<'h>(self, held: &'h impl Held) -> impl Iterator<Item = &'h AllocTag> + 'h {
+    fn reported<'h>(self, held: &'h impl Held) -> impl Iterator<Item = &'h HeldTag> + 'h {
         self.tags(held)
             .iter()
             .filter(move |t| !self.sparse || t.has_file())
@@ -156,7 +171,7 @@ struct Segment {
 
 impl Segment {
     /// The segment's tags, borrowed from the hold that keeps them.
-    fn tags<'h>(&self, held: &'h impl Held) -> &'h [AllocTag] {
+    fn tags<'h>(&self, held: &'h impl Held) -> &'h [HeldTag] {
         self.span.tags(held)
     }
 
@@ -243,7 +258,8 @@ pub(super) fn try_read() -> Option<ReadGuard> {
     REGISTRY.try_read().map(ReadGuard)
 }
 
-impl Held for ReadGuard {}
+// SAFETY: a read hold of the registry while the guard lives.
+unsafe impl Held for ReadGuard {}
 
 impl ReadGuard {
     /// A guard for a read hold taken earlier by [`read`] whose guard was
@@ -275,7 +291,7 @@ impl ReadGuard {
     /// and unloading modules moves positions, and that changes
     /// [`content_id`]. The tag is borrowed for as long as the registry is
     /// held.
-    pub(super) fn next_from(&self, pos: usize) -> Option<(usize, &AllocTag)> {
+    pub(super) fn next_from(&self, pos: usize) -> Option<(usize, &HeldTag)> {
         let (at, run) = self.run_from(pos)?;
         Some((at, run.first()?))
     }
@@ -288,7 +304,7 @@ impl ReadGuard {
     /// sees the tags [`ReadGuard::next_from`] gives one at a time, with one
     /// lookup per segment instead of one per tag. Borrowed for as long as
     /// the registry is held.
-    pub(super) fn run_from(&self, pos: usize) -> Option<(usize, &[AllocTag])> {
+    pub(super) fn run_from(&self, pos: usize) -> Option<(usize, &[HeldTag])> {
         let v = vmlinux();
         if pos < v.len {
             return Some((pos, v.tags(self).get(pos..)?));
@@ -314,10 +330,18 @@ impl ReadGuard {
 
     /// Every tag, in walk order, borrowed for as long as the registry is
     /// held.
-    pub(super) fn tags(&self) -> impl Iterator<Item = &AllocTag> + '_ {
+    pub(super) fn tags(&self) -> impl Iterator<Item = &HeldTag> + '_ {
         core::iter::once(vmlinux())
             .chain(self.modules().map(|s| s.span))
             .flat_map(move |span| span.reported(self))
+    }
+
+    /// `tag` with its names, which stay while the registry is held.
+    #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
+    pub(super) fn held<'a>(&'a self, tag: &'a AllocTag) -> &'a HeldTag {
+        // SAFETY: `self` holds the registry for reading for `'a`.
+        let tags = unsafe { HeldTag::from_tags(core::slice::from_ref(tag)) };
+        &tags[0]
     }
 
     /// The number of tags.
@@ -333,7 +357,8 @@ impl ReadGuard {
 /// Exclusive access for module load and unload.
 struct WriteGuard(Guard<'static, KVec<Segment>, RwSemBackend>);
 
-impl Held for WriteGuard {}
+// SAFETY: the write hold of the registry while the guard lives.
+unsafe impl Held for WriteGuard {}
 
 impl WriteGuard {
     fn new() -> Option<WriteGuard> {
@@ -384,7 +409,9 @@ impl WriteGuard {
 /// (only frees in flight may still touch its counters).
 struct Removed(Option<Segment>);
 
-impl Held for Removed {}
+// SAFETY: owns its segment, out of the registry, until freed; freeing
+// takes `&mut self`, so no borrow of its tags outlives it.
+unsafe impl Held for Removed {}
 
 impl Removed {
     /// Frees `segs` with one wait for the frees in flight, calling `each`
@@ -407,7 +434,7 @@ impl Removed {
             // SAFETY: a live or detached segment got all its counters at
             // once; out of the registry and drained (invariant), and no
             // free is in flight on it any more (`_past`).
-            unsafe { tag_mem::take_counters(seg.tags(&*self), _past) };
+            unsafe { tag_mem::take_counters(seg.span.raw_tags(&*self), _past) };
             if let Some(base) = seg.page_ids {
                 super::compressed::release_module_ids(base, seg.span.len);
             }
@@ -578,7 +605,7 @@ pub(super) fn reclaim() {
             pr_info!(
                 "alloc_tag: freed the tag area of unloaded module {} ({} tags)\n",
                 tags.first()
-                    .and_then(AllocTag::module_name)
+                    .and_then(HeldTag::module_name)
                     .unwrap_or(c_str!("?")),
                 tags.len()
             );
@@ -629,7 +656,7 @@ pub(crate) unsafe fn add_block(start: *mut bindings::alloc_tag, len: usize) -> R
     w.modules().reserve(1, GFP_KERNEL)?;
     // SAFETY: the tags are unused (caller); the write lock is held only to
     // keep them from readers until they have counters.
-    unsafe { tag_mem::give_counters(span.tags(&w)) }?;
+    unsafe { tag_mem::give_counters(span.raw_tags(&w)) }?;
     let page_ids = assign_ids(&w, span, None);
     // Cannot fail: room was reserved above.
     let _ = w.modules().push(
@@ -739,7 +766,7 @@ pub(crate) fn module_live(module: HookModule<'_>) -> Result {
     let span = w.modules()[idx].span;
     // SAFETY: placed tags are seen by nobody but the loader, which is here
     // (the module's code has not run), and have no counters.
-    if let Err(e) = unsafe { tag_mem::give_counters(span.tags(&w)) } {
+    if let Err(e) = unsafe { tag_mem::give_counters(span.raw_tags(&w)) } {
         pr_err!(
             "alloc_tag: module {}: no memory for the counters of its {} tags\n",
             module.name(),

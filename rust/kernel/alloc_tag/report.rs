@@ -24,7 +24,7 @@
 
 #[cfg(CONFIG_DEBUG_FS)]
 use super::node;
-use super::{ioctl, registry, tag::AllocTag, Counters};
+use super::{ioctl, registry, tag::HeldTag, Counters};
 use crate::{
     bindings,
     error::Result,
@@ -111,14 +111,14 @@ impl RowBuf<'_> {
 /// not fit, the seq_file core grows the buffer and asks again): this is the
 /// whole cost of reading `/proc/allocinfo`, so it avoids `core::fmt`, an
 /// intermediate buffer and per-byte string escaping.
-fn write_row(m: &SeqFile, tag: &AllocTag) {
+fn write_row(m: &SeqFile, tag: &HeldTag) {
     write_node_row(m, tag, tag.read(), None);
 }
 
 /// Writes one row: the `/proc/allocinfo` row of `tag` with counters `c`,
 /// or with `node` the row of its share on that node (`N<node>` after the
 /// calls).
-fn write_node_row(m: &SeqFile, tag: &AllocTag, c: Counters, node: Option<(usize, i64)>) {
+fn write_node_row(m: &SeqFile, tag: &HeldTag, c: Counters, node: Option<(usize, i64)>) {
     let module = tag
         .module_name()
         .map(|m| m.as_bytes())
@@ -170,9 +170,9 @@ struct Allocinfo;
 // SAFETY: the records are tags of the registry, which `start` takes for
 // reading and only `stop` releases: no segment leaves it meanwhile.
 unsafe impl SeqOperations for Allocinfo {
-    type Record = AllocTag;
+    type Record = HeldTag;
 
-    fn start(_m: &SeqFile, pos: &mut i64) -> Option<NonNull<AllocTag>> {
+    fn start(_m: &SeqFile, pos: &mut i64) -> Option<NonNull<HeldTag>> {
         let guard = registry::read()?;
         // The lock stays held until `stop`, which the seq_file core always
         // calls after `start`.
@@ -180,7 +180,7 @@ unsafe impl SeqOperations for Allocinfo {
         tag_from(pos)
     }
 
-    fn next(_m: &SeqFile, _prev: &AllocTag, pos: &mut i64) -> Option<NonNull<AllocTag>> {
+    fn next(_m: &SeqFile, _prev: &HeldTag, pos: &mut i64) -> Option<NonNull<HeldTag>> {
         *pos += 1;
         tag_from(pos)
     }
@@ -190,7 +190,7 @@ unsafe impl SeqOperations for Allocinfo {
         drop(unsafe { registry::ReadGuard::assume_held() });
     }
 
-    fn show(m: &SeqFile, tag: &AllocTag) {
+    fn show(m: &SeqFile, tag: &HeldTag) {
         if m.index() == 0 {
             m.write_bytes(HEADER);
         }
@@ -201,7 +201,7 @@ unsafe impl SeqOperations for Allocinfo {
 /// The first tag at position `*pos` or after it; moves `*pos` to it (past
 /// the end if none). Positions are the registry's, which a Rust call site
 /// registering meanwhile does not move ([`registry::ReadGuard::next_from`]).
-fn tag_from(pos: &mut i64) -> Option<NonNull<AllocTag>> {
+fn tag_from(pos: &mut i64) -> Option<NonNull<HeldTag>> {
     let from = usize::try_from(*pos).ok()?;
     // SAFETY: the registry is held for reading by this reader since `start`.
     let guard = unsafe { registry::ReadGuard::assume_held() };

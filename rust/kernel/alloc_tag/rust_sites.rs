@@ -368,8 +368,8 @@ fn lookup(table: &[Slot], key: usize) -> Option<&'static Site> {
 ///
 /// let (a, line) = (site_tag(), line!());
 /// assert_eq!(a.line(), line);
-/// assert!(a.file().as_bytes().ends_with(b".rs"));
-/// assert!(a.module_name().is_none());
+/// // Its file and function show in `/proc/allocinfo` from now on.
+/// assert!(a.has_file());
 /// // Another site, another tag; the same site, the same tag.
 /// let (b, line_b) = (site_tag(), line!());
 /// assert!(b.line() == line_b && b.as_raw() != a.as_raw());

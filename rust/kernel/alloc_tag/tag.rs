@@ -80,10 +80,10 @@ impl PerCpuCounters {
 
 /// The tag of one allocation call site (`struct alloc_tag`).
 ///
-/// Users outside the profiler read a tag: its site ([`AllocTag::file`],
-/// [`AllocTag::line`], [`AllocTag::function`], [`AllocTag::module_name`])
-/// and its counters ([`AllocTag::read`], [`AllocTag::is_accurate`]). Only
-/// the profiler charges and marks it.
+/// Users outside the profiler read a tag's line ([`AllocTag::line`]) and
+/// counters ([`AllocTag::read`], [`AllocTag::is_accurate`]). Only the
+/// profiler charges and marks it, and reads its names, through a hold of
+/// the registry that keeps them ([`HeldTag`]).
 ///
 /// # Invariants
 ///
@@ -93,7 +93,8 @@ impl PerCpuCounters {
 /// pointer whenever the tag can be reached. Its code tag fields other than
 /// `flags` never change, but for the strings of a module's tags, which the
 /// registry points, under its write lock, at copies of the same text when
-/// the module goes (so readers of the strings hold the registry), and for
+/// the module goes (so readers of the strings hold the registry: they read
+/// them through a [`HeldTag`]), and for
 /// the `filename` of a Rust call-site tag, which is set and cleared
 /// atomically as the tag gets and loses its site. `flags` is only changed
 /// atomically.
@@ -407,14 +408,6 @@ impl AllocTag {
         unsafe { (*self.codetag()).lineno }
     }
 
-    /// The source file path.
-    pub fn file(&self) -> &CStr {
-        // SAFETY: `filename` is a NUL-terminated string (`__FILE__`, or its
-        // copy once the module is gone) that stays valid while the registry
-        // can be read (invariant).
-        unsafe { CStr::from_char_ptr((*self.codetag()).filename) }
-    }
-
     /// Whether the tag names a file: C tags always do, a Rust call-site tag
     /// only while it has a site (its `filename`, set last with release).
     #[inline]
@@ -427,42 +420,6 @@ impl AllocTag {
             )
         };
         !file.load(Ordering::Acquire).is_null()
-    }
-
-    /// The function name.
-    pub fn function(&self) -> &CStr {
-        // SAFETY: `function` is a NUL-terminated string (`__func__`, or its
-        // copy once the module is gone) that stays valid while the registry
-        // can be read (invariant).
-        unsafe { CStr::from_char_ptr((*self.codetag()).function) }
-    }
-
-    /// The names as C keeps them, for a reader that copies them without
-    /// measuring them first: the module (NULL for vmlinux), the function
-    /// and the file.  Each non-NULL pointer is a NUL-terminated string valid
-    /// while the registry can be read, as for the `&CStr` accessors.
-    #[inline]
-    pub(crate) fn names_raw(&self) -> [*const u8; 3] {
-        // SAFETY: reading pointer fields of a valid tag (invariant).
-        unsafe {
-            let ct = self.codetag();
-            [
-                (*ct).modname.cast(),
-                (*ct).function.cast(),
-                (*ct).filename.cast(),
-            ]
-        }
-    }
-
-    /// The names as [`AllocTag::names_raw`] orders them (module, function,
-    /// file), each `None` where C has NULL; valid as for the `&CStr`
-    /// accessors.
-    pub(crate) fn names(&self) -> [Option<&CStr>; 3] {
-        self.names_raw().map(|p| {
-            // SAFETY: a non-NULL name of a valid tag is a NUL-terminated
-            // string valid while the registry can be read (invariant).
-            (!p.is_null()).then(|| unsafe { CStr::from_char_ptr(p.cast()) })
-        })
     }
 
     /// Points the tag's names (module, function, file) at `names`.
@@ -482,17 +439,86 @@ impl AllocTag {
             (*ct).filename = names[2].cast();
         }
     }
+}
+
+/// A tag seen through a hold of the registry ([`super::registry`]), which
+/// keeps the tag's names in place: the strings of a module's tags are
+/// pointed at copies, and the module's freed, only under the registry's
+/// write lock, and a Rust call-site tag's file is set or cleared only under
+/// it too. Only the registry hands these out, borrowed from its hold; every
+/// [`AllocTag`] method is reached through it.
+///
+/// # Invariants
+///
+/// A `&'h HeldTag` is a valid [`AllocTag`] whose name fields stay as they
+/// are, and point to valid strings (or are NULL), for `'h`.
+#[repr(transparent)]
+pub(crate) struct HeldTag(AllocTag);
+
+impl core::ops::Deref for HeldTag {
+    type Target = AllocTag;
+
+    #[inline(always)]
+    fn deref(&self) -> &AllocTag {
+        &self.0
+    }
+}
+
+impl HeldTag {
+    /// Sees `tags` through a hold of the registry.
+    ///
+    /// # Safety
+    ///
+    /// The registry is held (for reading or writing) for `'h`, or the tags
+    /// are out of it and their names owned for `'h` by the caller.
+    #[inline(always)]
+    pub(crate) unsafe fn from_tags<'h>(tags: &'h [AllocTag]) -> &'h [HeldTag] {
+        // INVARIANT: the names stay for `'h` (caller).
+        // SAFETY: `HeldTag` is a transparent wrapper of `AllocTag`.
+        unsafe { core::slice::from_raw_parts(tags.as_ptr().cast::<HeldTag>(), tags.len()) }
+    }
+
+    /// The source file path (empty for a Rust call-site tag without a
+    /// site, which is never reported).
+    pub(crate) fn file(&self) -> &CStr {
+        self.names()[2].unwrap_or(crate::c_str!(""))
+    }
+
+    /// The function name.
+    pub(crate) fn function(&self) -> &CStr {
+        self.names()[1].unwrap_or(crate::c_str!(""))
+    }
 
     /// The module name, `None` for code built into vmlinux.
-    pub fn module_name(&self) -> Option<&CStr> {
-        // SAFETY: `modname` of a valid tag, NULL or a string (invariant).
-        let m = unsafe { (*self.codetag()).modname };
-        if m.is_null() {
-            None
-        } else {
-            // SAFETY: a non-NULL `modname` is `KBUILD_MODNAME` or its copy,
-            // valid while the registry can be read (invariant).
-            Some(unsafe { CStr::from_char_ptr(m) })
+    pub(crate) fn module_name(&self) -> Option<&CStr> {
+        self.names()[0]
+    }
+
+    /// The names as C keeps them, for a reader that copies them without
+    /// measuring them first: the module (NULL for vmlinux), the function
+    /// and the file. Each non-NULL pointer is a NUL-terminated string valid
+    /// for the borrow.
+    #[inline]
+    pub(crate) fn names_raw(&self) -> [*const u8; 3] {
+        let ct = self.codetag();
+        // SAFETY: reading pointer fields of a valid tag, which stay for the
+        // borrow (invariant).
+        unsafe {
+            [
+                (*ct).modname.cast(),
+                (*ct).function.cast(),
+                (*ct).filename.cast(),
+            ]
         }
+    }
+
+    /// The names as [`HeldTag::names_raw`] orders them (module, function,
+    /// file), each `None` where C has NULL.
+    pub(crate) fn names(&self) -> [Option<&CStr>; 3] {
+        self.names_raw().map(|p| {
+            // SAFETY: a non-NULL name is a NUL-terminated string that stays
+            // for the borrow (invariant).
+            (!p.is_null()).then(|| unsafe { CStr::from_char_ptr(p.cast()) })
+        })
     }
 }
