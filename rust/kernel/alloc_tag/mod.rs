@@ -23,8 +23,9 @@
 //!    [`demangle`] (Rust symbol names), [`layout`] (Rust's view of the C
 //!    structs checked against C's at compile time), [`hook_page`] (the pages
 //!    and folios a page hook's caller owns), [`keys`] (the static keys C
-//!    defines); per-CPU and seq_file access are the crate's
-//!    [`crate::percpu`] and [`crate::seq_file`].
+//!    defines), [`sites_mem`] (zeroed memory kept for good, and the
+//!    pointers that publish it); per-CPU and seq_file access are the
+//!    crate's [`crate::percpu`] and [`crate::seq_file`].
 //! 2. [`tag`]: the tag type, its per-CPU counters and code tag fields, and
 //!    where vmlinux's tags are.
 //! 3. State and stores: [`control`] (the static key, whether profiling is
@@ -114,6 +115,7 @@ mod registry;
 mod report;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
 mod rust_sites;
+mod sites_mem;
 mod tag;
 mod tag_ref;
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS)]

@@ -37,9 +37,11 @@
 //!   nothing up and registers nothing: it names the fallback row, which is
 //!   not charged while off.
 
+use super::sites_mem::{self, Published, ZeroedBox};
 use super::tag::{AllocTag, PerCpuCounters};
 use crate::{
     bindings, c_str,
+    init::Zeroable,
     sync::lock::{raw_spinlock::RawSpinLockIrqBackend, Guard},
     sync::{Mutex, RawSpinLockIrq},
 };
@@ -92,7 +94,7 @@ const KEY_GONE: usize = 1;
 /// One table slot.
 struct Slot {
     key: AtomicUsize,
-    site: AtomicPtr<Site>,
+    site: Published<Site>,
 }
 
 /// Where a site is in its life.
@@ -139,7 +141,7 @@ struct SiteData {
     file: [u8; FILE_LEN],
     func: [u8; FUNC_LEN],
     modname: [u8; MOD_LEN],
-    /// In the identity index ([`Sites::ident`]).
+    /// In the identity index ([`SiteTable::ident`]).
     indexed: bool,
     /// While the site is free: the next free site's index plus one, 0 for
     /// none ([`Sites::free_head`]).
@@ -152,43 +154,66 @@ struct SiteData {
 /// # Invariants
 ///
 /// `tag` is the tag of the same index in the site's block, set before the
-/// block is published. `data` is only touched under the sites lock; its
-/// strings, which the tag points to, are written only while `state` is
-/// [`SiteState::Free`] and the tag is not in use (its `filename` NULL), so that readers
-/// of a tag in use see them complete.
+/// block is published and never changed again. `data` is only touched under
+/// the sites lock; its strings, which the tag points to, are written only
+/// while `state` is [`SiteState::Free`] and the tag is not in use (its
+/// `filename` NULL), so that readers of a tag in use see them complete.
 struct Site {
     state: AtomicSiteState,
     tag: *mut bindings::alloc_tag,
     data: UnsafeCell<SiteData>,
 }
 
+// SAFETY: `tag` is not changed once the site is shared (invariant) and the
+// tag it points to is `Sync` ([`AllocTag`]); `data` is only touched under
+// the sites lock (invariant); the rest is atomic.
+unsafe impl Sync for Site {}
+
 /// A block of site tags and their sites, zeroed when allocated.
 #[repr(C)]
 struct Block {
-    tags: [bindings::alloc_tag; BLOCK_TAGS],
+    tags: [AllocTag; BLOCK_TAGS],
     sites: [Site; BLOCK_TAGS],
 }
+
+// SAFETY: all zeroes are unused tags (`Opaque`) and free sites: state
+// `Free`, NULL `tag` (set before the block is used), the vmlinux owner,
+// empty strings, no free-list link.
+unsafe impl Zeroable for Block {}
+
+/// The table of sites by `Location` address, and the identity index.
+///
+/// The identity index holds the live sites by (module, file, line,
+/// column), so that a copy of a site's `Location` finds the site in at most
+/// [`MAX_PROBE`] steps instead of a scan of every site. Each entry is NULL
+/// or a live site whose `indexed` is set, at most `MAX_PROBE - 1` slots
+/// after its identity's hash with no NULL entry between, read and written
+/// only under the sites lock.
+#[repr(C)]
+struct SiteTable {
+    slots: [Slot; TABLE_SIZE],
+    ident: [Published<Site>; TABLE_SIZE],
+}
+
+// SAFETY: all zeroes are empty slots (`KEY_EMPTY`, no site) and empty index
+// entries (NULL).
+unsafe impl Zeroable for SiteTable {}
 
 /// The sites' shared state.
 ///
 /// # Invariants
 ///
-/// `blocks[..nr_blocks]` are valid blocks that are never freed; `nr_blocks`
-/// only grows, under the sites lock. `table` is NULL or `TABLE_SIZE` slots
-/// that are never freed; keys and sites in it are changed only under the
-/// sites lock. `ident` is NULL or `TABLE_SIZE` entries, never freed, read
-/// and written only under the sites lock: each NULL or a live site whose
-/// `indexed` is set, at most `MAX_PROBE - 1` slots after its identity's
-/// hash with no NULL entry between. `unindexed` counts the live sites
-/// not in it. `free_head` (an index plus one, 0 for none) and the sites'
-/// `next_free` list exactly the free sites of the blocks added, under the
-/// sites lock.
+/// `blocks[..nr_blocks]` are published blocks, each entry stored before
+/// `nr_blocks` counts it; `nr_blocks` only grows, under the sites lock.
+/// The keys and sites of `table` are changed only under the sites lock.
+/// `unindexed` counts the live sites not in the identity index.
+/// `free_head` (an index plus one, 0 for none) and the sites' `next_free`
+/// list exactly the free sites of the blocks added, under the sites lock.
 struct Sites {
-    table: AtomicPtr<Slot>,
-    ident: AtomicPtr<AtomicPtr<Site>>,
+    table: Published<SiteTable>,
     unindexed: AtomicUsize,
     free_head: AtomicUsize,
-    blocks: UnsafeCell<[*mut Block; MAX_BLOCKS]>,
+    blocks: [Published<Block>; MAX_BLOCKS],
     nr_blocks: AtomicUsize,
     free: AtomicUsize,
     detached: AtomicUsize,
@@ -196,16 +221,11 @@ struct Sites {
     prefix_len: AtomicUsize,
 }
 
-// SAFETY: `blocks` is written only under the sites lock and its entries
-// below `nr_blocks` are never changed again; the rest is atomic.
-unsafe impl Sync for Sites {}
-
 static SITES: Sites = Sites {
-    table: AtomicPtr::new(core::ptr::null_mut()),
-    ident: AtomicPtr::new(core::ptr::null_mut()),
+    table: Published::null(),
     unindexed: AtomicUsize::new(0),
     free_head: AtomicUsize::new(0),
-    blocks: UnsafeCell::new([core::ptr::null_mut(); MAX_BLOCKS]),
+    blocks: [const { Published::null() }; MAX_BLOCKS],
     nr_blocks: AtomicUsize::new(0),
     free: AtomicUsize::new(0),
     detached: AtomicUsize::new(0),
@@ -313,21 +333,16 @@ fn hash(key: usize) -> usize {
     (key as u64 >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) as usize >> (usize::BITS - TABLE_BITS)
 }
 
+/// The table, once [`init`] has published it.
 #[inline(always)]
-fn table() -> Option<&'static [Slot]> {
-    let t = SITES.table.load(Ordering::Acquire);
-    if t.is_null() {
-        return None;
-    }
-    // SAFETY: a non-NULL table has `TABLE_SIZE` slots and is never freed
-    // (invariant).
-    Some(unsafe { core::slice::from_raw_parts(t, TABLE_SIZE) })
+fn table() -> Option<&'static SiteTable> {
+    SITES.table.load()
 }
 
 /// The site the table holds for `key`, if any. Lock-free; at most
 /// [`MAX_PROBE`] slots.
 #[inline(always)]
-fn lookup(table: &[Slot], key: usize) -> Option<&'static Site> {
+fn lookup(table: &[Slot; TABLE_SIZE], key: usize) -> Option<&'static Site> {
     let h = hash(key);
     for i in 0..MAX_PROBE {
         let slot = &table[(h + i) & (TABLE_SIZE - 1)];
@@ -336,12 +351,11 @@ fn lookup(table: &[Slot], key: usize) -> Option<&'static Site> {
             return None;
         }
         if k == key {
-            let site = slot.site.load(Ordering::Acquire);
+            let site = slot.site.load();
             // The slot may have been emptied and reused meanwhile: the
             // site read counts only if the key is still there.
             if slot.key.load(Ordering::Acquire) == key {
-                // SAFETY: sites in the table are in blocks, never freed.
-                return Some(unsafe { &*site });
+                return site;
             }
         }
     }
@@ -391,7 +405,7 @@ pub fn tag_for(loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
     let Some(table) = table() else {
         return FALLBACK.as_raw();
     };
-    match lookup(table, loc as *const Location<'static> as usize) {
+    match lookup(&table.slots, loc as *const Location<'static> as usize) {
         Some(site) => site.tag,
         None => register(table, loc),
     }
@@ -415,14 +429,12 @@ fn nr_sites() -> usize {
     SITES.nr_blocks.load(Ordering::Acquire) * BLOCK_TAGS
 }
 
-/// Site `i`, below [`nr_sites`]. (Plain loops over indexes: the kernel
-/// crate exports its symbols, and iterator adapters over closures here make
-/// names longer than modpost takes.)
-fn site(i: usize) -> &'static Site {
-    // SAFETY: entries below `nr_blocks` are valid and never change again
-    // (invariant); `nr_blocks` is published with release after the entry.
-    let block = unsafe { &*(*SITES.blocks.get())[i / BLOCK_TAGS] };
-    &block.sites[i % BLOCK_TAGS]
+/// Site `i`, `None` unless below [`nr_sites`]. (Plain loops over indexes:
+/// the kernel crate exports its symbols, and iterator adapters over
+/// closures here make names longer than modpost takes.)
+fn site(i: usize) -> Option<&'static Site> {
+    let block = SITES.blocks.get(i / BLOCK_TAGS)?.load()?;
+    block.sites.get(i % BLOCK_TAGS)
 }
 
 /// The last `max` bytes of `src` (all of it if shorter).
@@ -514,32 +526,18 @@ fn caller_name(out: &mut [u8]) {
 
 /// Enters `key` for `site` in the table, reusing a slot whose site went
 /// away. False if the key's slots are all taken. Under the sites lock.
-fn insert(table: &[Slot], key: usize, site: &Site) -> bool {
+fn insert(table: &[Slot; TABLE_SIZE], key: usize, site: &'static Site) -> bool {
     let h = hash(key);
     for i in 0..MAX_PROBE {
         let slot = &table[(h + i) & (TABLE_SIZE - 1)];
         let k = slot.key.load(Ordering::Relaxed);
         if k == KEY_EMPTY || k == KEY_GONE {
-            slot.site
-                .store(site as *const Site as *mut Site, Ordering::Release);
+            slot.site.store(Some(site));
             slot.key.store(key, Ordering::Release);
             return true;
         }
     }
     false
-}
-
-/// The identity index: the live sites by (module, file, line, column), so
-/// that a copy of a site's `Location` finds the site in at most
-/// [`MAX_PROBE`] steps instead of a scan of every site. Under the sites lock.
-fn ident() -> Option<&'static [AtomicPtr<Site>]> {
-    let t = SITES.ident.load(Ordering::Relaxed);
-    if t.is_null() {
-        return None;
-    }
-    // SAFETY: a non-NULL index has `TABLE_SIZE` entries and is never freed
-    // (invariant).
-    Some(unsafe { core::slice::from_raw_parts(t, TABLE_SIZE) })
 }
 
 /// The index slot an identity hashes to.
@@ -567,23 +565,19 @@ impl SiteData {
     }
 }
 
-/// The live site of `loc` in `owner`, if any: from the index, or with a scan
-/// while some live site is not in it. Under the sites lock.
+/// The live site of `loc` in `owner`, if any: from the identity index `ix`,
+/// or with a scan while some live site is not in it. Under the sites lock.
 fn find_live(
+    ix: &[Published<Site>; TABLE_SIZE],
     owner: *mut bindings::module,
     loc: &Location<'_>,
     file: &[u8],
 ) -> Option<&'static Site> {
-    if let (Some(ix), 0) = (ident(), SITES.unindexed.load(Ordering::Relaxed)) {
+    if SITES.unindexed.load(Ordering::Relaxed) == 0 {
         let h = ident_hash(owner, loc.line(), loc.column(), tail(file, FILE_LEN - 1));
         for i in 0..MAX_PROBE {
             count(1);
-            let e = ix[(h + i) & (TABLE_SIZE - 1)].load(Ordering::Relaxed);
-            if e.is_null() {
-                return None;
-            }
-            // SAFETY: index entries are live sites, in blocks never freed.
-            let site = unsafe { &*e };
+            let site = ix[(h + i) & (TABLE_SIZE - 1)].load()?;
             // SAFETY: the lock is held; live data is not written.
             if unsafe { &*site.data.get() }.same_site(owner, loc, file) {
                 return Some(site);
@@ -595,7 +589,9 @@ fn find_live(
     // one unbounded hold, counted like the others.
     for i in 0..nr_sites() {
         count(1);
-        let site = site(i);
+        let Some(site) = site(i) else {
+            continue;
+        };
         if site.state.load() != SiteState::Live {
             continue;
         }
@@ -608,67 +604,63 @@ fn find_live(
     None
 }
 
-/// Enters the newly live `site` in the index, or counts it unindexed.
-/// Under the sites lock.
-fn ident_insert(site: &'static Site, d: &mut SiteData) {
-    if let Some(ix) = ident() {
-        let h = d.ident_hash();
-        for i in 0..MAX_PROBE {
-            count(1);
-            let e = &ix[(h + i) & (TABLE_SIZE - 1)];
-            if e.load(Ordering::Relaxed).is_null() {
-                e.store(core::ptr::from_ref(site).cast_mut(), Ordering::Relaxed);
-                d.indexed = true;
-                return;
-            }
+/// Enters the newly live `site` in the identity index `ix`, or counts it
+/// unindexed. Under the sites lock.
+fn ident_insert(ix: &[Published<Site>; TABLE_SIZE], site: &'static Site, d: &mut SiteData) {
+    let h = d.ident_hash();
+    for i in 0..MAX_PROBE {
+        count(1);
+        let e = &ix[(h + i) & (TABLE_SIZE - 1)];
+        if e.load().is_none() {
+            e.store(Some(site));
+            d.indexed = true;
+            return;
         }
     }
     d.indexed = false;
     SITES.unindexed.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Takes `site`, which stops being live, out of the index (closing the gap
-/// by moving later entries of the run back, so that every entry stays
-/// reachable from its hash). Under the sites lock.
-fn ident_remove(site: &Site, d: &mut SiteData) {
+/// Takes `site`, which stops being live, out of the identity index `ix`
+/// (closing the gap by moving later entries of the run back, so that every
+/// entry stays reachable from its hash). Under the sites lock.
+fn ident_remove(ix: &[Published<Site>; TABLE_SIZE], site: &'static Site, d: &mut SiteData) {
     if !d.indexed {
         SITES.unindexed.fetch_sub(1, Ordering::Relaxed);
         return;
     }
     d.indexed = false;
-    let Some(ix) = ident() else {
-        return;
-    };
     let mask = TABLE_SIZE - 1;
     let h = d.ident_hash();
     let mut at = None;
     for i in 0..MAX_PROBE {
         count(1);
-        if core::ptr::eq(ix[(h + i) & mask].load(Ordering::Relaxed), site) {
-            at = Some((h + i) & mask);
-            break;
+        if let Some(e) = ix[(h + i) & mask].load() {
+            if core::ptr::eq(e, site) {
+                at = Some((h + i) & mask);
+                break;
+            }
         }
     }
     let Some(mut hole) = at else {
         return;
     };
-    ix[hole].store(core::ptr::null_mut(), Ordering::Relaxed);
+    ix[hole].store(None);
     let mut j = hole;
     // At most a run of the table; with at most half of it used, short.
     for _ in 0..TABLE_SIZE {
         count(1);
         j = (j + 1) & mask;
-        let e = ix[j].load(Ordering::Relaxed);
-        if e.is_null() {
+        let Some(e) = ix[j].load() else {
             break;
-        }
+        };
         // SAFETY: index entries are live sites; the lock is held.
-        let home = unsafe { &*(*e).data.get() }.ident_hash();
+        let home = unsafe { &*e.data.get() }.ident_hash();
         // Move the entry back into the hole if the hole lies between its
         // hash and where it is.
         if hole.wrapping_sub(home) & mask < j.wrapping_sub(home) & mask {
-            ix[hole].store(e, Ordering::Relaxed);
-            ix[j].store(core::ptr::null_mut(), Ordering::Relaxed);
+            ix[hole].store(Some(e));
+            ix[j].store(None);
             hole = j;
         }
     }
@@ -678,7 +670,10 @@ fn ident_remove(site: &Site, d: &mut SiteData) {
 /// [`tag_for`].
 #[cold]
 #[inline(never)]
-fn register(table: &'static [Slot], loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
+fn register(
+    table: &'static SiteTable,
+    loc: &'static Location<'static>,
+) -> *mut bindings::alloc_tag {
     let key = loc as *const Location<'static> as usize;
     let tag = {
         let _lock = SitesLock::new();
@@ -687,27 +682,26 @@ fn register(table: &'static [Slot], loc: &'static Location<'static>) -> *mut bin
     if SITES.free.load(Ordering::Relaxed) < BLOCK_TAGS / 4
         && SITES.nr_blocks.load(Ordering::Relaxed) < MAX_BLOCKS
     {
-        // SAFETY: no preconditions; callable from any context.
-        unsafe { bindings::alloc_tag_sites_schedule_grow() };
+        sites_mem::schedule_grow();
     }
     tag
 }
 
 fn register_locked(
-    table: &[Slot],
+    table: &'static SiteTable,
     loc: &'static Location<'static>,
     key: usize,
 ) -> *mut bindings::alloc_tag {
     count(MAX_PROBE);
-    if let Some(site) = lookup(table, key) {
+    if let Some(site) = lookup(&table.slots, key) {
         return site.tag;
     }
     // SAFETY: preemption is off under the sites lock.
     let owner = unsafe { bindings::alloc_tag_module_of(key as crate::ffi::c_ulong) };
     let file = rel_file(loc);
     // Another copy of the same site's `Location` already has a tag.
-    if let Some(site) = find_live(owner, loc, file) {
-        insert(table, key, site);
+    if let Some(site) = find_live(&table.ident, owner, loc, file) {
+        insert(&table.slots, key, site);
         return site.tag;
     }
     let Some(site) = pop_free() else {
@@ -748,10 +742,10 @@ fn register_locked(
         filename(ct).store(d.file.as_mut_ptr(), Ordering::Release);
     }
     site.state.store(SiteState::Live);
-    ident_insert(site, d);
+    ident_insert(&table.ident, site, d);
     SITES.free.fetch_sub(1, Ordering::Relaxed);
     // Without a slot, the site is found again through the scan above.
-    insert(table, key, site);
+    insert(&table.slots, key, site);
     site.tag
 }
 
@@ -786,13 +780,14 @@ pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
     let mut from = 0;
     while from < TABLE_SIZE {
         let _lock = SitesLock::new();
-        for slot in &table[from..(from + GONE_CHUNK).min(TABLE_SIZE)] {
+        for slot in &table.slots[from..(from + GONE_CHUNK).min(TABLE_SIZE)] {
             count(1);
             if slot.key.load(Ordering::Relaxed) <= KEY_GONE {
                 continue;
             }
-            // SAFETY: sites in the table are in blocks, never freed.
-            let site = unsafe { &*slot.site.load(Ordering::Relaxed) };
+            let Some(site) = slot.site.load() else {
+                continue;
+            };
             if site.state.load() != SiteState::Live {
                 continue;
             }
@@ -810,7 +805,9 @@ pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
         let _lock = SitesLock::new();
         for i in b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS {
             count(1);
-            let site = site(i);
+            let Some(site) = site(i) else {
+                continue;
+            };
             if site.state.load() != SiteState::Live {
                 continue;
             }
@@ -820,7 +817,7 @@ pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
             if d.owner != module {
                 continue;
             }
-            ident_remove(site, d);
+            ident_remove(&table.ident, site, d);
             // Its strings are copies in the site: nothing to do for them.
             d.owner = core::ptr::null_mut();
             site.state.store(SiteState::Detached);
@@ -847,7 +844,9 @@ pub(crate) fn unlist_drained() -> usize {
         let _lock = SitesLock::new();
         for i in b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS {
             count(1);
-            let site = site(i);
+            let Some(site) = site(i) else {
+                continue;
+            };
             if site.state.load() != SiteState::Detached {
                 continue;
             }
@@ -875,7 +874,9 @@ pub(crate) fn free_unlisted() {
         // Pushed from the top, so that the lowest is taken first.
         for i in (b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS).rev() {
             count(1);
-            let site = site(i);
+            let Some(site) = site(i) else {
+                continue;
+            };
             if site.state.load() == SiteState::Unlisted {
                 site.state.store(SiteState::Free);
                 push_free(i);
@@ -887,7 +888,9 @@ pub(crate) fn free_unlisted() {
 
 /// Puts the free site `i` on the free list. Under the sites lock.
 fn push_free(i: usize) {
-    let site = site(i);
+    let Some(site) = site(i) else {
+        return;
+    };
     // SAFETY: the lock is held and the site is free: its data is written
     // only under the lock (invariant).
     let d = unsafe { &mut *site.data.get() };
@@ -904,7 +907,7 @@ fn pop_free() -> Option<&'static Site> {
         return None;
     }
     count(1);
-    let site = site(head - 1);
+    let site = site(head - 1)?;
     // SAFETY: the lock is held, and the site is free (on the list).
     let next = unsafe { &*site.data.get() }.next_free;
     SITES.free_head.store(next as usize, Ordering::Relaxed);
@@ -918,36 +921,29 @@ const _: () = assert!(MAX_BLOCKS * BLOCK_TAGS < u32::MAX as usize);
 /// Adds one block of free sites. Process context; may sleep.
 fn grow() -> bool {
     let _grow = GROW_LOCK.lock();
-    if SITES.nr_blocks.load(Ordering::Acquire) >= MAX_BLOCKS {
+    // Blocks are only added here, under the grow mutex.
+    let n = SITES.nr_blocks.load(Ordering::Acquire);
+    let Some(entry) = SITES.blocks.get(n) else {
         return false;
-    }
-    // SAFETY: may sleep; callers may. Zeroed, and charged to the helper's
-    // own row.
-    let block =
-        unsafe { bindings::alloc_tag_sites_alloc_block(size_of::<Block>()) }.cast::<Block>();
-    if block.is_null() {
+    };
+    // Zeroed, and charged to the helper's own row: all-zero sites are
+    // free, their tags unused.
+    let Some(mut block) = ZeroedBox::<Block>::new() else {
         return false;
+    };
+    let b = &mut *block;
+    for (site, tag) in b.sites.iter_mut().zip(b.tags.iter()) {
+        site.tag = tag.as_raw();
     }
-    // SAFETY: a zeroed block; all-zero sites are free, their tags unused.
-    unsafe {
-        for i in 0..BLOCK_TAGS {
-            let tag = core::ptr::addr_of_mut!((*block).tags[i]);
-            core::ptr::addr_of_mut!((*block).sites[i].tag).write(tag);
-        }
-    }
-    // SAFETY: the tags are zeroed, unused and never freed (blocks stay).
-    let tags = unsafe { core::ptr::addr_of_mut!((*block).tags).cast::<bindings::alloc_tag>() };
-    // SAFETY: as above.
+    let tags = block.tags.as_ptr().cast_mut().cast::<bindings::alloc_tag>();
+    // SAFETY: zeroed tags that nothing uses yet, kept for good: the block
+    // is leaked below, unless this fails and dropping it frees it.
     if unsafe { super::registry::add_block(tags, BLOCK_TAGS) }.is_err() {
-        // SAFETY: not registered anywhere.
-        unsafe { bindings::kvfree(block.cast()) };
         return false;
     }
+    let block = block.leak();
     let _lock = SitesLock::new();
-    let n = SITES.nr_blocks.load(Ordering::Relaxed);
-    // SAFETY: `n < MAX_BLOCKS`: blocks are only added here, under the grow
-    // mutex, which was held since the check above.
-    unsafe { (*SITES.blocks.get())[n] = block };
+    entry.store(Some(block));
     SITES.nr_blocks.store(n + 1, Ordering::Release);
     for i in (n * BLOCK_TAGS..(n + 1) * BLOCK_TAGS).rev() {
         count(1);
@@ -1002,26 +998,15 @@ pub(crate) fn init() {
             .prefix_len
             .store(own.len() - tail.len(), Ordering::Relaxed);
     }
-    // SAFETY: may sleep at initcalls. Zeroed: all slots empty, and all
-    // identity entries (which follow the slots).
-    let table = unsafe {
-        bindings::alloc_tag_sites_alloc_block(
-            TABLE_SIZE * (size_of::<Slot>() + size_of::<AtomicPtr<Site>>()),
-        )
-    };
-    if table.is_null() {
+    // Zeroed: all slots and identity entries empty.
+    let Some(table) = ZeroedBox::<SiteTable>::new() else {
         crate::pr_err!("alloc_tag: no memory for the Rust site table; Rust sites share one row\n");
         return;
-    }
+    };
     if !grow() {
-        // SAFETY: just allocated, not published.
-        unsafe { bindings::kvfree(table) };
+        drop(table);
         crate::pr_err!("alloc_tag: no memory for Rust site tags; Rust sites share one row\n");
         return;
     }
-    // SAFETY: the identity entries follow the `TABLE_SIZE` slots in the
-    // same zeroed allocation, suitably aligned (both are pointer-sized).
-    let ident = unsafe { table.cast::<Slot>().add(TABLE_SIZE) }.cast::<AtomicPtr<Site>>();
-    SITES.ident.store(ident, Ordering::Relaxed);
-    SITES.table.store(table.cast(), Ordering::Release);
+    SITES.table.store(Some(table.leak()));
 }
