@@ -37,7 +37,10 @@
 //!    armed sites' state, the record pool, the capturing entry points;
 //!    without the option `no_capture` stands in for it and `capture`);
 //!    then [`node`] (per-node attribution: the corrections of a tag's
-//!    nodes, and a tag read per node).
+//!    nodes, and a tag read per node); for the Rust call sites,
+//!    [`sites_lock`] (their locks, and the data the sites lock serialises
+//!    without holding it) and [`caller`] (a site's module and the symbols
+//!    on the stack, from C).
 //! 4. [`registry`]: the tags of vmlinux, of each module and of each block of
 //!    Rust call-site tags, as generic segments under one read-write
 //!    semaphore. It learns about its users through [`registry::Hooks`], as
@@ -87,6 +90,7 @@
 
 // The modules the `testing` surface re-exports from keep those items `pub`;
 // without the test hooks nothing reaches them from outside.
+mod caller;
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 mod capture;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
@@ -115,6 +119,7 @@ mod registry;
 mod report;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
 mod rust_sites;
+mod sites_lock;
 mod sites_mem;
 mod tag;
 mod tag_ref;
