@@ -3,7 +3,8 @@
 //! Modules as the module loader's hooks see them: held by the loader (being
 //! loaded, unloaded or freed after a failed load) for as long as the hook
 //! runs. The C entry points make them from the pointers C passes; the
-//! registry keeps only their identity, never the pointer.
+//! registry and the Rust sites keep only their identity ([`ModuleId`]),
+//! never the pointer.
 
 use crate::{bindings, str::CStr};
 use core::{marker::PhantomData, ptr::NonNull};
@@ -20,16 +21,28 @@ pub(super) struct HookModule<'a> {
     _held: PhantomData<&'a bindings::module>,
 }
 
-/// Which module a segment or a site belongs to: the address of its `struct
-/// module`, compared but never followed. Two modules loaded at different
-/// times may have the same id; the registry forgets a module's id at its
-/// unload, before its memory can be reused.
+/// Which module a segment or a Rust call site belongs to: the address of
+/// its `struct module`, compared and hashed but never followed. Two modules
+/// loaded at different times may have the same id; the registry and the
+/// Rust sites forget a module's id at its unload, before its memory can be
+/// reused.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) struct ModuleId(usize);
 
 impl ModuleId {
-    /// The id of no module (vmlinux, a block, a detached module).
+    /// The id of no module: vmlinux, a block of Rust sites, a detached
+    /// module.
     pub(super) const NONE: ModuleId = ModuleId(0);
+
+    /// The id of the module at `module`, [`ModuleId::NONE`] for NULL.
+    pub(super) fn of(module: *const bindings::module) -> ModuleId {
+        ModuleId(module as usize)
+    }
+
+    /// The address, for a hash.
+    pub(super) fn addr(self) -> usize {
+        self.0
+    }
 }
 
 impl<'a> HookModule<'a> {
@@ -53,11 +66,6 @@ impl<'a> HookModule<'a> {
 
     /// The module's identity.
     pub(super) fn id(&self) -> ModuleId {
-        ModuleId(self.ptr.as_ptr() as usize)
-    }
-
-    /// The pointer, for the parts that still take C's.
-    pub(super) fn as_ptr(&self) -> *mut bindings::module {
-        self.ptr.as_ptr()
+        ModuleId::of(self.ptr.as_ptr())
     }
 }

@@ -23,8 +23,10 @@
 //!    [`demangle`] (Rust symbol names), [`layout`] (Rust's view of the C
 //!    structs checked against C's at compile time), [`hook_page`] (the pages
 //!    and folios a page hook's caller owns), [`keys`] (the static keys C
-//!    defines), with `MEM_ALLOC_PROFILING_CAPTURE` `capture_c` (capture's C
-//!    calls: the stack, its printing, the static calls, the refill, the
+//!    defines), [`hook_module`] (the modules the loader's hooks get),
+//!    [`sites_mem`] (zeroed memory kept for good, and the pointers that
+//!    publish it), with `MEM_ALLOC_PROFILING_CAPTURE` `capture_c` (capture's
+//!    C calls: the stack, its printing, the static calls, the refill, the
 //!    control file); per-CPU and seq_file access are the crate's
 //!    [`crate::percpu`] and [`crate::seq_file`].
 //! 2. [`tag`]: the tag type, its per-CPU counters and code tag fields, and
@@ -40,7 +42,10 @@
 //!    without the option `no_capture` stands in for it and `capture`);
 //!    then [`node`] (per-node attribution: the corrections of a tag's
 //!    nodes, and a tag read per node), then [`tag_mem`] (a module's tag
-//!    area, and the counters of tags that go live).
+//!    area, and the counters of tags that go live); for the Rust call
+//!    sites, [`sites_lock`] (their locks, and the data the sites lock
+//!    serialises without holding it) and [`caller`] (a site's module and
+//!    the symbols on the stack, from C).
 //! 4. [`registry`]: the tags of vmlinux, of each module and of each block of
 //!    Rust call-site tags, as generic segments under one read-write
 //!    semaphore. It learns about its users through [`registry::Hooks`], as
@@ -91,6 +96,7 @@
 
 // The modules the `testing` surface re-exports from keep those items `pub`;
 // without the test hooks nothing reaches them from outside.
+mod caller;
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
 mod capture;
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_CAPTURE)]
@@ -124,6 +130,8 @@ mod registry;
 mod report;
 #[cfg_attr(not(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS), allow(unreachable_pub))]
 mod rust_sites;
+mod sites_lock;
+mod sites_mem;
 mod sysctl;
 mod tag;
 mod tag_mem;

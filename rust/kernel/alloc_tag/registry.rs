@@ -53,7 +53,7 @@ pub(super) struct Hooks {
     /// A module is going (its code no longer runs): its tags elsewhere
     /// (Rust call sites) leave or are detached; returns whether it had any.
     /// Called with the registry held for writing.
-    pub module_gone: fn(*mut bindings::module) -> bool,
+    pub module_gone: fn(ModuleId) -> bool,
     /// How many detached tags the users keep outside the segments (read
     /// without any lock; 0 makes [`reclaim`] skip them).
     pub detached: fn() -> usize,
@@ -790,7 +790,7 @@ pub(crate) fn drop_module(module: HookModule<'_>) {
     let Some(mut w) = WriteGuard::new() else {
         return;
     };
-    if hooks().is_some_and(|h| (h.module_gone)(module.as_ptr())) {
+    if hooks().is_some_and(|h| (h.module_gone)(module.id())) {
         CONTENT_ID.fetch_add(1, Ordering::Release);
     }
     let Some(idx) = w.modules().iter().position(|s| s.module == module.id()) else {

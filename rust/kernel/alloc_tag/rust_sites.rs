@@ -37,13 +37,12 @@
 //!   nothing up and registers nothing: it names the fallback row, which is
 //!   not charged while off.
 
+use super::caller;
+use super::hook_module::ModuleId;
+use super::sites_lock::{count, GrowLock, SitesLock, SitesLocked};
+use super::sites_mem::{self, Published, ZeroedBox};
 use super::tag::{AllocTag, PerCpuCounters};
-use crate::{
-    bindings, c_str,
-    sync::lock::{raw_spinlock::RawSpinLockIrqBackend, Guard},
-    sync::{Mutex, RawSpinLockIrq},
-};
-use core::cell::UnsafeCell;
+use crate::{bindings, ffi::c_ulong, init::Zeroable};
 use core::mem::size_of;
 use core::panic::Location;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
@@ -82,7 +81,7 @@ pub(super) const MAX_PROBE: usize = 16;
 const FILE_LEN: usize = 128;
 const FUNC_LEN: usize = 64;
 /// `MODULE_NAME_LEN`, a macro bindgen cannot see.
-const MOD_LEN: usize = 64 - size_of::<crate::ffi::c_ulong>();
+const MOD_LEN: usize = 64 - size_of::<c_ulong>();
 
 /// A table key: the address of a `Location`; 0 is an empty slot, 1 one
 /// whose site went away.
@@ -92,7 +91,7 @@ const KEY_GONE: usize = 1;
 /// One table slot.
 struct Slot {
     key: AtomicUsize,
-    site: AtomicPtr<Site>,
+    site: Published<Site>,
 }
 
 /// Where a site is in its life.
@@ -132,14 +131,15 @@ impl AtomicSiteState {
 
 /// The strings and identity of one site.
 struct SiteData {
-    /// The module the call site is in, NULL for vmlinux (and once detached).
-    owner: *mut bindings::module,
+    /// The module the call site is in, [`ModuleId::NONE`] for vmlinux
+    /// (and once detached).
+    owner: ModuleId,
     line: u32,
     column: u32,
     file: [u8; FILE_LEN],
     func: [u8; FUNC_LEN],
     modname: [u8; MOD_LEN],
-    /// In the identity index ([`Sites::ident`]).
+    /// In the identity index ([`SiteTable::ident`]).
     indexed: bool,
     /// While the site is free: the next free site's index plus one, 0 for
     /// none ([`Sites::free_head`]).
@@ -152,43 +152,70 @@ struct SiteData {
 /// # Invariants
 ///
 /// `tag` is the tag of the same index in the site's block, set before the
-/// block is published. `data` is only touched under the sites lock; its
-/// strings, which the tag points to, are written only while `state` is
-/// [`SiteState::Free`] and the tag is not in use (its `filename` NULL), so that readers
-/// of a tag in use see them complete.
+/// block is published and never changed again. `data` is only reached under
+/// the sites lock ([`SitesLocked`]). Its strings, which the tag points to,
+/// are read by the tag's readers without that lock, so `data` is borrowed
+/// mutably only while none can be reading them: the site free (its tag's
+/// `filename` never set, or cleared under the registry's write lock), or
+/// the registry held for writing (a module going). The strings are written
+/// only while `state` is [`SiteState::Free`], so that readers of a tag in
+/// use see them complete.
 struct Site {
     state: AtomicSiteState,
     tag: *mut bindings::alloc_tag,
-    data: UnsafeCell<SiteData>,
+    data: SitesLocked<SiteData>,
 }
+
+// SAFETY: `tag` is not changed once the site is shared (invariant) and the
+// tag it points to is `Sync` ([`AllocTag`]); the rest is atomic or
+// `SitesLocked`, whose `SiteData` is `Send`.
+unsafe impl Sync for Site {}
 
 /// A block of site tags and their sites, zeroed when allocated.
 #[repr(C)]
 struct Block {
-    tags: [bindings::alloc_tag; BLOCK_TAGS],
+    tags: [AllocTag; BLOCK_TAGS],
     sites: [Site; BLOCK_TAGS],
 }
+
+// SAFETY: all zeroes are unused tags (`Opaque`) and free sites: state
+// `Free`, NULL `tag` (set before the block is used), the vmlinux owner,
+// empty strings, no free-list link.
+unsafe impl Zeroable for Block {}
+
+/// The table of sites by `Location` address, and the identity index.
+///
+/// The identity index holds the live sites by (module, file, line,
+/// column), so that a copy of a site's `Location` finds the site in at most
+/// [`MAX_PROBE`] steps instead of a scan of every site. Each entry is NULL
+/// or a live site whose `indexed` is set, at most `MAX_PROBE - 1` slots
+/// after its identity's hash with no NULL entry between, read and written
+/// only under the sites lock.
+#[repr(C)]
+struct SiteTable {
+    slots: [Slot; TABLE_SIZE],
+    ident: [Published<Site>; TABLE_SIZE],
+}
+
+// SAFETY: all zeroes are empty slots (`KEY_EMPTY`, no site) and empty index
+// entries (NULL).
+unsafe impl Zeroable for SiteTable {}
 
 /// The sites' shared state.
 ///
 /// # Invariants
 ///
-/// `blocks[..nr_blocks]` are valid blocks that are never freed; `nr_blocks`
-/// only grows, under the sites lock. `table` is NULL or `TABLE_SIZE` slots
-/// that are never freed; keys and sites in it are changed only under the
-/// sites lock. `ident` is NULL or `TABLE_SIZE` entries, never freed, read
-/// and written only under the sites lock: each NULL or a live site whose
-/// `indexed` is set, at most `MAX_PROBE - 1` slots after its identity's
-/// hash with no NULL entry between. `unindexed` counts the live sites
-/// not in it. `free_head` (an index plus one, 0 for none) and the sites'
-/// `next_free` list exactly the free sites of the blocks added, under the
-/// sites lock.
+/// `blocks[..nr_blocks]` are published blocks, each entry stored before
+/// `nr_blocks` counts it; `nr_blocks` only grows, under the sites lock.
+/// The keys and sites of `table` are changed only under the sites lock.
+/// `unindexed` counts the live sites not in the identity index.
+/// `free_head` (an index plus one, 0 for none) and the sites' `next_free`
+/// list exactly the free sites of the blocks added, under the sites lock.
 struct Sites {
-    table: AtomicPtr<Slot>,
-    ident: AtomicPtr<AtomicPtr<Site>>,
+    table: Published<SiteTable>,
     unindexed: AtomicUsize,
     free_head: AtomicUsize,
-    blocks: UnsafeCell<[*mut Block; MAX_BLOCKS]>,
+    blocks: [Published<Block>; MAX_BLOCKS],
     nr_blocks: AtomicUsize,
     free: AtomicUsize,
     detached: AtomicUsize,
@@ -196,16 +223,11 @@ struct Sites {
     prefix_len: AtomicUsize,
 }
 
-// SAFETY: `blocks` is written only under the sites lock and its entries
-// below `nr_blocks` are never changed again; the rest is atomic.
-unsafe impl Sync for Sites {}
-
 static SITES: Sites = Sites {
-    table: AtomicPtr::new(core::ptr::null_mut()),
-    ident: AtomicPtr::new(core::ptr::null_mut()),
+    table: Published::null(),
     unindexed: AtomicUsize::new(0),
     free_head: AtomicUsize::new(0),
-    blocks: UnsafeCell::new([core::ptr::null_mut(); MAX_BLOCKS]),
+    blocks: [const { Published::null() }; MAX_BLOCKS],
     nr_blocks: AtomicUsize::new(0),
     free: AtomicUsize::new(0),
     detached: AtomicUsize::new(0),
@@ -229,69 +251,6 @@ static FALLBACK: AllocTag = AllocTag::new_static(
     &FALLBACK_COUNTERS,
 );
 
-/// The sites lock: registration takes it from any context but NMI, so it
-/// spins with interrupts off. What it serialises is [`SITES`]' and the
-/// sites' data (their invariants say which), which lock-free readers of the
-/// atomics share, so it holds no data of its own.
-// SAFETY: `init` sets it up first; nothing takes it before `init` has
-// published the table or a block (every user needs one of them).
-static SITES_LOCK: RawSpinLockIrq<()> = unsafe { RawSpinLockIrq::new_static(()) };
-
-/// Adding blocks, one caller at a time (the work item, tests); process
-/// context.
-// SAFETY: `init` sets it up before anything can grow the pool: `init`
-// itself, then the work item and tests, which run after the initcalls.
-static GROW_LOCK: Mutex<()> = unsafe { Mutex::new_static(()) };
-
-/// The sites lock, held (interrupts off) while this lives.
-///
-/// The slot and site reads made under each hold are counted (with
-/// [`count`]) and the largest count kept: see [`max_lock_hold`].
-struct SitesLock {
-    _held: Guard<'static, (), RawSpinLockIrqBackend>,
-}
-
-impl SitesLock {
-    fn new() -> SitesLock {
-        let lock = SitesLock {
-            _held: SITES_LOCK.lock(),
-        };
-        HOLD.work.store(0, Ordering::Relaxed);
-        lock
-    }
-}
-
-impl Drop for SitesLock {
-    fn drop(&mut self) {
-        let work = HOLD.work.load(Ordering::Relaxed);
-        HOLD.max.fetch_max(work, Ordering::Relaxed);
-        // The lock is released when `_held` is dropped, after this.
-    }
-}
-
-/// How long the sites lock is held, in slot and site reads: what the tests
-/// check the chunked loops against ([`max_lock_hold`]). Kept apart from the
-/// sites' state, which it only observes.
-struct LockHold {
-    /// Reads under the current hold; only its holder touches it.
-    work: AtomicUsize,
-    /// The most reads made under one hold so far.
-    max: AtomicUsize,
-}
-
-static HOLD: LockHold = LockHold {
-    work: AtomicUsize::new(0),
-    max: AtomicUsize::new(0),
-};
-
-/// Counts `n` slot or site reads under the sites lock, which is held.
-#[inline(always)]
-fn count(n: usize) {
-    // Only the lock's holder writes it: no read-modify-write needed.
-    let w = HOLD.work.load(Ordering::Relaxed);
-    HOLD.work.store(w + n, Ordering::Relaxed);
-}
-
 /// The most slot and site reads the core has made under one hold of the
 /// sites lock (interrupts off) since boot. Loops over the table or over
 /// every site take the lock per [`GONE_CHUNK`] slots or per block, so this
@@ -300,7 +259,7 @@ fn count(n: usize) {
 /// overflowed (see [`find_live`]). For tests.
 #[cfg(CONFIG_MEM_ALLOC_PROFILING_TEST_HOOKS)]
 pub(super) fn max_lock_hold() -> usize {
-    HOLD.max.load(Ordering::Relaxed)
+    super::sites_lock::max_lock_hold()
 }
 
 /// The bound on [`max_lock_hold`]: a chunk of the table, or a block of
@@ -313,21 +272,16 @@ fn hash(key: usize) -> usize {
     (key as u64 >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) as usize >> (usize::BITS - TABLE_BITS)
 }
 
+/// The table, once [`init`] has published it.
 #[inline(always)]
-fn table() -> Option<&'static [Slot]> {
-    let t = SITES.table.load(Ordering::Acquire);
-    if t.is_null() {
-        return None;
-    }
-    // SAFETY: a non-NULL table has `TABLE_SIZE` slots and is never freed
-    // (invariant).
-    Some(unsafe { core::slice::from_raw_parts(t, TABLE_SIZE) })
+fn table() -> Option<&'static SiteTable> {
+    SITES.table.load()
 }
 
 /// The site the table holds for `key`, if any. Lock-free; at most
 /// [`MAX_PROBE`] slots.
 #[inline(always)]
-fn lookup(table: &[Slot], key: usize) -> Option<&'static Site> {
+fn lookup(table: &[Slot; TABLE_SIZE], key: usize) -> Option<&'static Site> {
     let h = hash(key);
     for i in 0..MAX_PROBE {
         let slot = &table[(h + i) & (TABLE_SIZE - 1)];
@@ -336,12 +290,11 @@ fn lookup(table: &[Slot], key: usize) -> Option<&'static Site> {
             return None;
         }
         if k == key {
-            let site = slot.site.load(Ordering::Acquire);
+            let site = slot.site.load();
             // The slot may have been emptied and reused meanwhile: the
             // site read counts only if the key is still there.
             if slot.key.load(Ordering::Acquire) == key {
-                // SAFETY: sites in the table are in blocks, never freed.
-                return Some(unsafe { &*site });
+                return site;
             }
         }
     }
@@ -391,23 +344,10 @@ pub fn tag_for(loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
     let Some(table) = table() else {
         return FALLBACK.as_raw();
     };
-    match lookup(table, loc as *const Location<'static> as usize) {
+    match lookup(&table.slots, loc as *const Location<'static> as usize) {
         Some(site) => site.tag,
         None => register(table, loc),
     }
-}
-
-/// The `filename` of the code tag `ct`, as an atomic: a site tag gets its
-/// site by setting it last, with release, and loses it by clearing it (the
-/// registry reports it while it is set: [`AllocTag::has_file`]).
-///
-/// # Safety
-///
-/// `ct` is a valid code tag for `'a`.
-#[inline(always)]
-unsafe fn filename<'a>(ct: *mut bindings::codetag) -> &'a AtomicPtr<u8> {
-    // SAFETY: an aligned pointer-sized field of a valid tag (caller).
-    unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*ct).filename).cast::<*mut u8>()) }
 }
 
 /// The number of sites in the blocks added so far.
@@ -415,14 +355,12 @@ fn nr_sites() -> usize {
     SITES.nr_blocks.load(Ordering::Acquire) * BLOCK_TAGS
 }
 
-/// Site `i`, below [`nr_sites`]. (Plain loops over indexes: the kernel
-/// crate exports its symbols, and iterator adapters over closures here make
-/// names longer than modpost takes.)
-fn site(i: usize) -> &'static Site {
-    // SAFETY: entries below `nr_blocks` are valid and never change again
-    // (invariant); `nr_blocks` is published with release after the entry.
-    let block = unsafe { &*(*SITES.blocks.get())[i / BLOCK_TAGS] };
-    &block.sites[i % BLOCK_TAGS]
+/// Site `i`, `None` unless below [`nr_sites`]. (Plain loops over indexes:
+/// the kernel crate exports its symbols, and iterator adapters over
+/// closures here make names longer than modpost takes.)
+fn site(i: usize) -> Option<&'static Site> {
+    let block = SITES.blocks.get(i / BLOCK_TAGS)?.load()?;
+    block.sites.get(i % BLOCK_TAGS)
 }
 
 /// The last `max` bytes of `src` (all of it if shorter).
@@ -460,35 +398,27 @@ fn own_file() -> &'static [u8] {
 }
 
 /// The name of the function that asked for an allocation: the first frame
-/// on the stack outside the allocation machinery. Called with the sites
-/// lock held (for the static buffers).
-fn caller_name(out: &mut [u8]) {
+/// on the stack outside the allocation machinery. Under the sites lock,
+/// which keeps its buffers.
+fn caller_name(lock: &mut SitesLock, out: &mut [u8]) {
     const FRAMES: usize = 24;
-    struct Bufs(
-        UnsafeCell<(
-            [crate::ffi::c_ulong; FRAMES],
-            [u8; bindings::KSYM_NAME_LEN as usize],
-        )>,
-    );
-    // SAFETY: only used under the sites lock.
-    unsafe impl Sync for Bufs {}
-    static BUFS: Bufs = Bufs(UnsafeCell::new((
-        [0; FRAMES],
-        [0; bindings::KSYM_NAME_LEN as usize],
-    )));
-    // SAFETY: the sites lock is held (caller), so this is the only user.
-    let (frames, name) = unsafe { &mut *BUFS.0.get() };
+    /// The return addresses and a symbol's name: too large for the stack
+    /// of every context a site registers from.
+    struct NameBufs {
+        frames: [c_ulong; FRAMES],
+        name: [u8; bindings::KSYM_NAME_LEN as usize],
+    }
+    static BUFS: SitesLocked<NameBufs> = SitesLocked::new(NameBufs {
+        frames: [0; FRAMES],
+        name: [0; bindings::KSYM_NAME_LEN as usize],
+    });
+    let NameBufs { frames, name } = BUFS.get_mut(lock);
     copy_str(out, b"?");
-    // SAFETY: `frames` has room for `FRAMES` entries.
-    let n = unsafe { bindings::alloc_tag_stack(frames.as_mut_ptr(), FRAMES as u32) } as usize;
-    for &addr in &frames[..n.min(FRAMES)] {
-        // SAFETY: `name` has `KSYM_NAME_LEN` bytes.
-        let sym = unsafe { bindings::alloc_tag_symbol(addr, name.as_mut_ptr().cast()) };
-        if sym.is_null() {
+    for &addr in caller::stack(frames) {
+        let Some(sym) = caller::symbol(addr, name) else {
             continue;
-        }
-        // SAFETY: kallsyms returned a NUL-terminated name.
-        let sym = unsafe { crate::str::CStr::from_char_ptr(sym) }.as_bytes();
+        };
+        let sym = sym.as_bytes();
         if super::demangle::is_alloc_machinery(sym) || sym.starts_with(b"rust_helper_") {
             continue;
         }
@@ -514,14 +444,13 @@ fn caller_name(out: &mut [u8]) {
 
 /// Enters `key` for `site` in the table, reusing a slot whose site went
 /// away. False if the key's slots are all taken. Under the sites lock.
-fn insert(table: &[Slot], key: usize, site: &Site) -> bool {
+fn insert(table: &[Slot; TABLE_SIZE], key: usize, site: &'static Site) -> bool {
     let h = hash(key);
     for i in 0..MAX_PROBE {
         let slot = &table[(h + i) & (TABLE_SIZE - 1)];
         let k = slot.key.load(Ordering::Relaxed);
         if k == KEY_EMPTY || k == KEY_GONE {
-            slot.site
-                .store(site as *const Site as *mut Site, Ordering::Release);
+            slot.site.store(Some(site));
             slot.key.store(key, Ordering::Release);
             return true;
         }
@@ -529,33 +458,20 @@ fn insert(table: &[Slot], key: usize, site: &Site) -> bool {
     false
 }
 
-/// The identity index: the live sites by (module, file, line, column), so
-/// that a copy of a site's `Location` finds the site in at most
-/// [`MAX_PROBE`] steps instead of a scan of every site. Under the sites lock.
-fn ident() -> Option<&'static [AtomicPtr<Site>]> {
-    let t = SITES.ident.load(Ordering::Relaxed);
-    if t.is_null() {
-        return None;
-    }
-    // SAFETY: a non-NULL index has `TABLE_SIZE` entries and is never freed
-    // (invariant).
-    Some(unsafe { core::slice::from_raw_parts(t, TABLE_SIZE) })
-}
-
 /// The index slot an identity hashes to.
-fn ident_hash(owner: *mut bindings::module, line: u32, column: u32, file: &[u8]) -> usize {
+fn ident_hash(owner: ModuleId, line: u32, column: u32, file: &[u8]) -> usize {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in file {
         h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
     }
-    h ^= owner as usize as u64 ^ (u64::from(line) << 32) ^ u64::from(column);
+    h ^= owner.addr() as u64 ^ (u64::from(line) << 32) ^ u64::from(column);
     (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (u64::BITS - TABLE_BITS)) as usize
 }
 
 impl SiteData {
     /// Whether this is the site of `loc` (its `file` relative to the tree)
     /// in `owner`.
-    fn same_site(&self, owner: *mut bindings::module, loc: &Location<'_>, file: &[u8]) -> bool {
+    fn same_site(&self, owner: ModuleId, loc: &Location<'_>, file: &[u8]) -> bool {
         self.owner == owner
             && self.line == loc.line()
             && self.column == loc.column()
@@ -567,25 +483,21 @@ impl SiteData {
     }
 }
 
-/// The live site of `loc` in `owner`, if any: from the index, or with a scan
-/// while some live site is not in it. Under the sites lock.
+/// The live site of `loc` in `owner`, if any: from the identity index `ix`,
+/// or with a scan while some live site is not in it.
 fn find_live(
-    owner: *mut bindings::module,
+    lock: &SitesLock,
+    ix: &[Published<Site>; TABLE_SIZE],
+    owner: ModuleId,
     loc: &Location<'_>,
     file: &[u8],
 ) -> Option<&'static Site> {
-    if let (Some(ix), 0) = (ident(), SITES.unindexed.load(Ordering::Relaxed)) {
+    if SITES.unindexed.load(Ordering::Relaxed) == 0 {
         let h = ident_hash(owner, loc.line(), loc.column(), tail(file, FILE_LEN - 1));
         for i in 0..MAX_PROBE {
             count(1);
-            let e = ix[(h + i) & (TABLE_SIZE - 1)].load(Ordering::Relaxed);
-            if e.is_null() {
-                return None;
-            }
-            // SAFETY: index entries are live sites, in blocks never freed.
-            let site = unsafe { &*e };
-            // SAFETY: the lock is held; live data is not written.
-            if unsafe { &*site.data.get() }.same_site(owner, loc, file) {
+            let site = ix[(h + i) & (TABLE_SIZE - 1)].load()?;
+            if site.data.get(lock).same_site(owner, loc, file) {
                 return Some(site);
             }
         }
@@ -595,80 +507,77 @@ fn find_live(
     // one unbounded hold, counted like the others.
     for i in 0..nr_sites() {
         count(1);
-        let site = site(i);
+        let Some(site) = site(i) else {
+            continue;
+        };
         if site.state.load() != SiteState::Live {
             continue;
         }
-        // SAFETY: the lock is held, and a live site's data is not written.
-        let d = unsafe { &*site.data.get() };
-        if d.same_site(owner, loc, file) {
+        if site.data.get(lock).same_site(owner, loc, file) {
             return Some(site);
         }
     }
     None
 }
 
-/// Enters the newly live `site` in the index, or counts it unindexed.
-/// Under the sites lock.
-fn ident_insert(site: &'static Site, d: &mut SiteData) {
-    if let Some(ix) = ident() {
-        let h = d.ident_hash();
-        for i in 0..MAX_PROBE {
-            count(1);
-            let e = &ix[(h + i) & (TABLE_SIZE - 1)];
-            if e.load(Ordering::Relaxed).is_null() {
-                e.store(core::ptr::from_ref(site).cast_mut(), Ordering::Relaxed);
-                d.indexed = true;
-                return;
-            }
+/// Enters the newly live `site`, whose data is `d`, in the identity index
+/// `ix`, or counts it unindexed. Under the sites lock (which `d` borrows).
+fn ident_insert(ix: &[Published<Site>; TABLE_SIZE], site: &'static Site, d: &mut SiteData) {
+    let h = d.ident_hash();
+    for i in 0..MAX_PROBE {
+        count(1);
+        let e = &ix[(h + i) & (TABLE_SIZE - 1)];
+        if e.load().is_none() {
+            e.store(Some(site));
+            d.indexed = true;
+            return;
         }
     }
     d.indexed = false;
     SITES.unindexed.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Takes `site`, which stops being live, out of the index (closing the gap
-/// by moving later entries of the run back, so that every entry stays
-/// reachable from its hash). Under the sites lock.
-fn ident_remove(site: &Site, d: &mut SiteData) {
+/// Takes `site`, which stops being live, out of the identity index `ix`
+/// (closing the gap by moving later entries of the run back, so that every
+/// entry stays reachable from its hash).
+fn ident_remove(lock: &mut SitesLock, ix: &[Published<Site>; TABLE_SIZE], site: &'static Site) {
+    let d = site.data.get_mut(lock);
     if !d.indexed {
         SITES.unindexed.fetch_sub(1, Ordering::Relaxed);
         return;
     }
     d.indexed = false;
-    let Some(ix) = ident() else {
-        return;
-    };
-    let mask = TABLE_SIZE - 1;
     let h = d.ident_hash();
+    let lock = &*lock;
+    let mask = TABLE_SIZE - 1;
     let mut at = None;
     for i in 0..MAX_PROBE {
         count(1);
-        if core::ptr::eq(ix[(h + i) & mask].load(Ordering::Relaxed), site) {
-            at = Some((h + i) & mask);
-            break;
+        if let Some(e) = ix[(h + i) & mask].load() {
+            if core::ptr::eq(e, site) {
+                at = Some((h + i) & mask);
+                break;
+            }
         }
     }
     let Some(mut hole) = at else {
         return;
     };
-    ix[hole].store(core::ptr::null_mut(), Ordering::Relaxed);
+    ix[hole].store(None);
     let mut j = hole;
     // At most a run of the table; with at most half of it used, short.
     for _ in 0..TABLE_SIZE {
         count(1);
         j = (j + 1) & mask;
-        let e = ix[j].load(Ordering::Relaxed);
-        if e.is_null() {
+        let Some(e) = ix[j].load() else {
             break;
-        }
-        // SAFETY: index entries are live sites; the lock is held.
-        let home = unsafe { &*(*e).data.get() }.ident_hash();
+        };
+        let home = e.data.get(lock).ident_hash();
         // Move the entry back into the hole if the hole lies between its
         // hash and where it is.
         if hole.wrapping_sub(home) & mask < j.wrapping_sub(home) & mask {
-            ix[hole].store(e, Ordering::Relaxed);
-            ix[j].store(core::ptr::null_mut(), Ordering::Relaxed);
+            ix[hole].store(Some(e));
+            ix[j].store(None);
             hole = j;
         }
     }
@@ -678,61 +587,70 @@ fn ident_remove(site: &Site, d: &mut SiteData) {
 /// [`tag_for`].
 #[cold]
 #[inline(never)]
-fn register(table: &'static [Slot], loc: &'static Location<'static>) -> *mut bindings::alloc_tag {
+fn register(
+    table: &'static SiteTable,
+    loc: &'static Location<'static>,
+) -> *mut bindings::alloc_tag {
     let key = loc as *const Location<'static> as usize;
     let tag = {
-        let _lock = SitesLock::new();
-        register_locked(table, loc, key)
+        let mut lock = SitesLock::new();
+        register_locked(&mut lock, table, loc, key)
     };
     if SITES.free.load(Ordering::Relaxed) < BLOCK_TAGS / 4
         && SITES.nr_blocks.load(Ordering::Relaxed) < MAX_BLOCKS
     {
-        // SAFETY: no preconditions; callable from any context.
-        unsafe { bindings::alloc_tag_sites_schedule_grow() };
+        sites_mem::schedule_grow();
     }
     tag
 }
 
 fn register_locked(
-    table: &[Slot],
+    lock: &mut SitesLock,
+    table: &'static SiteTable,
     loc: &'static Location<'static>,
     key: usize,
 ) -> *mut bindings::alloc_tag {
     count(MAX_PROBE);
-    if let Some(site) = lookup(table, key) {
+    if let Some(site) = lookup(&table.slots, key) {
         return site.tag;
     }
-    // SAFETY: preemption is off under the sites lock.
-    let owner = unsafe { bindings::alloc_tag_module_of(key as crate::ffi::c_ulong) };
+    let mut modname = [0u8; MOD_LEN];
+    let owner = match caller::module_of(key, lock) {
+        Some(module) => {
+            copy_str(&mut modname, module.name().as_bytes());
+            module.id()
+        }
+        None => ModuleId::NONE,
+    };
     let file = rel_file(loc);
     // Another copy of the same site's `Location` already has a tag.
-    if let Some(site) = find_live(owner, loc, file) {
-        insert(table, key, site);
+    if let Some(site) = find_live(lock, &table.ident, owner, loc, file) {
+        insert(&table.slots, key, site);
         return site.tag;
     }
-    let Some(site) = pop_free() else {
+    let Some(site) = pop_free(lock) else {
         return FALLBACK.as_raw();
     };
-    // SAFETY: a free site's data is written only under the lock, which is
-    // held, and its tag is not in use (invariant).
-    let d = unsafe { &mut *site.data.get() };
+    let mut func = [0u8; FUNC_LEN];
+    caller_name(lock, &mut func);
+    // A free site: its tag is not in use.
+    let d = site.data.get_mut(lock);
     d.owner = owner;
     d.line = loc.line();
     d.column = loc.column();
     copy_str(&mut d.file, file);
-    caller_name(&mut d.func);
-    let modname = if owner.is_null() {
+    d.func = func;
+    let modname = if owner == ModuleId::NONE {
         core::ptr::null()
     } else {
-        // SAFETY: `owner` is the live module running this allocation (its
-        // code asked for it), so its name is valid.
-        let name = unsafe { crate::str::CStr::from_char_ptr((*owner).name.as_ptr()) };
-        copy_str(&mut d.modname, name.as_bytes());
+        d.modname = modname;
         d.modname.as_ptr()
     };
-    let ct = site.tag_codetag();
-    // SAFETY: the site's tag is valid and not in use: nothing reads these
-    // fields until `filename` is set below, with release.
+    let ct = site.tag().codetag();
+    // SAFETY: the site's tag is valid for good and, its site free, not in
+    // use: nothing reads these fields until `filename` is set below, with
+    // release; `flags` and `filename` are aligned fields only changed
+    // atomically ([`AllocTag`]'s invariants).
     unsafe {
         (*ct).lineno = d.line;
         (*ct).modname = modname.cast();
@@ -745,25 +663,22 @@ fn register_locked(
                 | super::node::CODETAG_FLAG_PERCPU),
             Ordering::Relaxed,
         );
-        filename(ct).store(d.file.as_mut_ptr(), Ordering::Release);
+        AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*ct).filename).cast::<*mut u8>())
+            .store(d.file.as_mut_ptr(), Ordering::Release);
     }
     site.state.store(SiteState::Live);
-    ident_insert(site, d);
+    ident_insert(&table.ident, site, d);
     SITES.free.fetch_sub(1, Ordering::Relaxed);
     // Without a slot, the site is found again through the scan above.
-    insert(table, key, site);
+    insert(&table.slots, key, site);
     site.tag
 }
 
 impl Site {
-    fn tag_codetag(&self) -> *mut bindings::codetag {
-        // SAFETY: `tag` points to the site's tag in its block.
-        unsafe { core::ptr::addr_of_mut!((*self.tag).ct) }
-    }
-
     fn tag(&self) -> &'static AllocTag {
-        // SAFETY: block tags are valid for good, with counters from
-        // `registry::add_block`.
+        // SAFETY: `tag` is the tag of the same index in the site's block
+        // (invariant; sites are only reached in published blocks), which is
+        // never freed, with counters from `registry::add_block`.
         unsafe { AllocTag::from_raw(self.tag) }
     }
 }
@@ -778,27 +693,26 @@ const GONE_CHUNK: usize = 512;
 /// whether it had any. Called with the registry held for writing, once the
 /// module's code can no longer run, so none of its sites registers
 /// meanwhile; the lock is taken per [`GONE_CHUNK`] slots, then per block.
-pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
+pub(crate) fn module_gone(module: ModuleId) -> bool {
     let Some(table) = table() else {
         return false;
     };
     // One pass over the table: the keys of the module's sites go.
     let mut from = 0;
     while from < TABLE_SIZE {
-        let _lock = SitesLock::new();
-        for slot in &table[from..(from + GONE_CHUNK).min(TABLE_SIZE)] {
+        let lock = SitesLock::new();
+        for slot in &table.slots[from..(from + GONE_CHUNK).min(TABLE_SIZE)] {
             count(1);
             if slot.key.load(Ordering::Relaxed) <= KEY_GONE {
                 continue;
             }
-            // SAFETY: sites in the table are in blocks, never freed.
-            let site = unsafe { &*slot.site.load(Ordering::Relaxed) };
+            let Some(site) = slot.site.load() else {
+                continue;
+            };
             if site.state.load() != SiteState::Live {
                 continue;
             }
-            // SAFETY: the lock is held, and a live site's data is not
-            // written.
-            if unsafe { &*site.data.get() }.owner == module {
+            if site.data.get(&lock).owner == module {
                 slot.key.store(KEY_GONE, Ordering::Release);
             }
         }
@@ -807,22 +721,18 @@ pub(crate) fn module_gone(module: *mut bindings::module) -> bool {
     // Then its sites are detached, one block per hold.
     let mut any = false;
     for b in 0..SITES.nr_blocks.load(Ordering::Acquire) {
-        let _lock = SitesLock::new();
+        let mut lock = SitesLock::new();
         for i in b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS {
             count(1);
-            let site = site(i);
-            if site.state.load() != SiteState::Live {
+            let Some(site) = site(i) else {
+                continue;
+            };
+            if site.state.load() != SiteState::Live || site.data.get(&lock).owner != module {
                 continue;
             }
-            // SAFETY: the lock is held; live data is only written here,
-            // under it.
-            let d = unsafe { &mut *site.data.get() };
-            if d.owner != module {
-                continue;
-            }
-            ident_remove(site, d);
+            ident_remove(&mut lock, &table.ident, site);
             // Its strings are copies in the site: nothing to do for them.
-            d.owner = core::ptr::null_mut();
+            site.data.get_mut(&mut lock).owner = ModuleId::NONE;
             site.state.store(SiteState::Detached);
             SITES.detached.fetch_add(1, Ordering::Relaxed);
             any = true;
@@ -847,7 +757,9 @@ pub(crate) fn unlist_drained() -> usize {
         let _lock = SitesLock::new();
         for i in b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS {
             count(1);
-            let site = site(i);
+            let Some(site) = site(i) else {
+                continue;
+            };
             if site.state.load() != SiteState::Detached {
                 continue;
             }
@@ -857,8 +769,15 @@ pub(crate) fn unlist_drained() -> usize {
             if c.bytes != 0 || c.calls != 0 || site.tag().capture_armed() {
                 continue;
             }
-            // SAFETY: the site's tag; no reader holds the registry.
-            unsafe { filename(site.tag_codetag()) }.store(core::ptr::null_mut(), Ordering::Release);
+            let ct = site.tag().codetag();
+            // SAFETY: `filename` is an aligned field of the site's tag,
+            // valid for good, only changed atomically ([`AllocTag`]'s
+            // invariants); the registry is held for writing (caller), so no
+            // reader is between the tag's `has_file()` and its strings.
+            unsafe {
+                AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*ct).filename).cast::<*mut u8>())
+            }
+            .store(core::ptr::null_mut(), Ordering::Release);
             site.state.store(SiteState::Unlisted);
             SITES.detached.fetch_sub(1, Ordering::Relaxed);
             n += 1;
@@ -871,42 +790,41 @@ pub(crate) fn unlist_drained() -> usize {
 pub(crate) fn free_unlisted() {
     // One block per hold.
     for b in 0..SITES.nr_blocks.load(Ordering::Acquire) {
-        let _lock = SitesLock::new();
+        let mut lock = SitesLock::new();
         // Pushed from the top, so that the lowest is taken first.
         for i in (b * BLOCK_TAGS..(b + 1) * BLOCK_TAGS).rev() {
             count(1);
-            let site = site(i);
+            let Some(site) = site(i) else {
+                continue;
+            };
             if site.state.load() == SiteState::Unlisted {
                 site.state.store(SiteState::Free);
-                push_free(i);
+                push_free(&mut lock, i);
                 SITES.free.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
 }
 
-/// Puts the free site `i` on the free list. Under the sites lock.
-fn push_free(i: usize) {
-    let site = site(i);
-    // SAFETY: the lock is held and the site is free: its data is written
-    // only under the lock (invariant).
-    let d = unsafe { &mut *site.data.get() };
+/// Puts the free site `i` on the free list.
+fn push_free(lock: &mut SitesLock, i: usize) {
+    let Some(site) = site(i) else {
+        return;
+    };
     // Indexes are below `MAX_BLOCKS * BLOCK_TAGS`, at most 65536.
-    d.next_free = SITES.free_head.load(Ordering::Relaxed) as u32;
+    site.data.get_mut(lock).next_free = SITES.free_head.load(Ordering::Relaxed) as u32;
     SITES.free_head.store(i + 1, Ordering::Relaxed);
 }
 
-/// Takes a free site off the free list, if there is one. Under the sites
-/// lock.
-fn pop_free() -> Option<&'static Site> {
+/// Takes a free site off the free list, if there is one.
+fn pop_free(lock: &SitesLock) -> Option<&'static Site> {
     let head = SITES.free_head.load(Ordering::Relaxed);
     if head == 0 {
         return None;
     }
     count(1);
-    let site = site(head - 1);
-    // SAFETY: the lock is held, and the site is free (on the list).
-    let next = unsafe { &*site.data.get() }.next_free;
+    let site = site(head - 1)?;
+    let next = site.data.get(lock).next_free;
     SITES.free_head.store(next as usize, Ordering::Relaxed);
     Some(site)
 }
@@ -917,41 +835,34 @@ const _: () = assert!(MAX_BLOCKS * BLOCK_TAGS < u32::MAX as usize);
 
 /// Adds one block of free sites. Process context; may sleep.
 fn grow() -> bool {
-    let _grow = GROW_LOCK.lock();
-    if SITES.nr_blocks.load(Ordering::Acquire) >= MAX_BLOCKS {
+    let _grow = GrowLock::new();
+    // Blocks are only added here, under the grow mutex.
+    let n = SITES.nr_blocks.load(Ordering::Acquire);
+    let Some(entry) = SITES.blocks.get(n) else {
         return false;
-    }
-    // SAFETY: may sleep; callers may. Zeroed, and charged to the helper's
-    // own row.
-    let block =
-        unsafe { bindings::alloc_tag_sites_alloc_block(size_of::<Block>()) }.cast::<Block>();
-    if block.is_null() {
+    };
+    // Zeroed, and charged to the helper's own row: all-zero sites are
+    // free, their tags unused.
+    let Some(mut block) = ZeroedBox::<Block>::new() else {
         return false;
+    };
+    let b = &mut *block;
+    for (site, tag) in b.sites.iter_mut().zip(b.tags.iter()) {
+        site.tag = tag.as_raw();
     }
-    // SAFETY: a zeroed block; all-zero sites are free, their tags unused.
-    unsafe {
-        for i in 0..BLOCK_TAGS {
-            let tag = core::ptr::addr_of_mut!((*block).tags[i]);
-            core::ptr::addr_of_mut!((*block).sites[i].tag).write(tag);
-        }
-    }
-    // SAFETY: the tags are zeroed, unused and never freed (blocks stay).
-    let tags = unsafe { core::ptr::addr_of_mut!((*block).tags).cast::<bindings::alloc_tag>() };
-    // SAFETY: as above.
+    let tags = block.tags.as_ptr().cast_mut().cast::<bindings::alloc_tag>();
+    // SAFETY: zeroed tags that nothing uses yet, kept for good: the block
+    // is leaked below, unless this fails and dropping it frees it.
     if unsafe { super::registry::add_block(tags, BLOCK_TAGS) }.is_err() {
-        // SAFETY: not registered anywhere.
-        unsafe { bindings::kvfree(block.cast()) };
         return false;
     }
-    let _lock = SitesLock::new();
-    let n = SITES.nr_blocks.load(Ordering::Relaxed);
-    // SAFETY: `n < MAX_BLOCKS`: blocks are only added here, under the grow
-    // mutex, which was held since the check above.
-    unsafe { (*SITES.blocks.get())[n] = block };
+    let block = block.leak();
+    let mut lock = SitesLock::new();
+    entry.store(Some(block));
     SITES.nr_blocks.store(n + 1, Ordering::Release);
     for i in (n * BLOCK_TAGS..(n + 1) * BLOCK_TAGS).rev() {
         count(1);
-        push_free(i);
+        push_free(&mut lock, i);
     }
     SITES.free.fetch_add(BLOCK_TAGS, Ordering::Relaxed);
     true
@@ -985,12 +896,7 @@ pub(super) fn grow_work() {
 /// is `never` (every Rust allocation then names the fallback tag, which is
 /// never charged).
 pub(crate) fn init() {
-    // SAFETY: once (the initcall), before any user of either lock (their
-    // safety comments).
-    unsafe {
-        SITES_LOCK.init_static(c_str!("alloc_tag_sites"), crate::static_lock_class!());
-        GROW_LOCK.init_static(c_str!("alloc_tag_sites_grow"), crate::static_lock_class!());
-    }
+    super::sites_lock::init();
     if !super::control::profiling_supported() {
         return;
     }
@@ -1002,26 +908,15 @@ pub(crate) fn init() {
             .prefix_len
             .store(own.len() - tail.len(), Ordering::Relaxed);
     }
-    // SAFETY: may sleep at initcalls. Zeroed: all slots empty, and all
-    // identity entries (which follow the slots).
-    let table = unsafe {
-        bindings::alloc_tag_sites_alloc_block(
-            TABLE_SIZE * (size_of::<Slot>() + size_of::<AtomicPtr<Site>>()),
-        )
-    };
-    if table.is_null() {
+    // Zeroed: all slots and identity entries empty.
+    let Some(table) = ZeroedBox::<SiteTable>::new() else {
         crate::pr_err!("alloc_tag: no memory for the Rust site table; Rust sites share one row\n");
         return;
-    }
+    };
     if !grow() {
-        // SAFETY: just allocated, not published.
-        unsafe { bindings::kvfree(table) };
+        drop(table);
         crate::pr_err!("alloc_tag: no memory for Rust site tags; Rust sites share one row\n");
         return;
     }
-    // SAFETY: the identity entries follow the `TABLE_SIZE` slots in the
-    // same zeroed allocation, suitably aligned (both are pointer-sized).
-    let ident = unsafe { table.cast::<Slot>().add(TABLE_SIZE) }.cast::<AtomicPtr<Site>>();
-    SITES.ident.store(ident, Ordering::Relaxed);
-    SITES.table.store(table.cast(), Ordering::Release);
+    SITES.table.store(Some(table.leak()));
 }
