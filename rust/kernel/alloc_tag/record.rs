@@ -241,6 +241,7 @@ impl State {
     /// Takes the record `r` holds, if it holds one, off its site and its
     /// stack's bucket, and gives it back to the pool; `r` holds the site's
     /// code tag again. Returns the site's slot.
+    #[inline(always)]
     fn give_back(&mut self, r: &TagRef) -> Option<usize> {
         let held = self.pool.held_by(r)?;
         let now = match self.sites.get_mut(held.site).and_then(Option::as_mut) {

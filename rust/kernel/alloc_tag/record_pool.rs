@@ -191,6 +191,7 @@ impl<const SITES: usize> Pool<SITES> {
     }
 
     /// Puts `rec`, a record of the chunks in no list, on the free list.
+    #[inline(always)]
     fn push_free(&mut self, rec: NonNull<Record>) {
         // SAFETY: a record of the chunks, which are live (invariant), in no
         // list: only this pool, borrowed mutably, reaches it.
@@ -200,6 +201,7 @@ impl<const SITES: usize> Pool<SITES> {
     }
 
     /// Takes a free record.
+    #[inline(always)]
     pub(super) fn pop(&mut self) -> Option<FreeRecord> {
         let rec = self.free?;
         // SAFETY: a free record, in the live chunks (invariant).
@@ -214,6 +216,7 @@ impl<const SITES: usize> Pool<SITES> {
     /// `bytes`. `obj` then holds the record. A slot past `SITES` (there is
     /// none: the slots are those of an array of `SITES` sites) gives the
     /// record back and leaves `obj` as it is.
+    #[inline(always)]
     pub(super) fn hold(
         &mut self,
         rec: FreeRecord,
@@ -250,6 +253,7 @@ impl<const SITES: usize> Pool<SITES> {
     }
 
     /// The record `obj` holds, if it holds one.
+    #[inline(always)]
     fn record_of(obj: &TagRef) -> Option<NonNull<Record>> {
         if !obj.holds_record() {
             return None;
@@ -258,6 +262,7 @@ impl<const SITES: usize> Pool<SITES> {
     }
 
     /// Where the record `obj` holds counts its allocation, if it holds one.
+    #[inline(always)]
     pub(super) fn held_by(&self, obj: &TagRef) -> Option<Held> {
         let rec = Self::record_of(obj)?;
         // SAFETY: a reference holding a record holds a live record of this
@@ -272,6 +277,7 @@ impl<const SITES: usize> Pool<SITES> {
 
     /// Gives the record `obj` holds back to the pool, if it holds one, and
     /// makes `obj` hold `now` instead (its site's code tag).
+    #[inline(always)]
     pub(super) fn release(&mut self, obj: &TagRef, now: *mut bindings::codetag) {
         let Some(rec) = Self::record_of(obj) else {
             return;
